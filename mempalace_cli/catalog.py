@@ -1,0 +1,339 @@
+"""The palace catalogue: a SQLite mirror of every drawer's metadata and text.
+
+It serves three purposes that Chroma can't serve cheaply:
+- the lexical (BM25, FTS5) side of hybrid search;
+- counts and listings by wing / room without fetching documents (status, the palace graph);
+- the file manifest that makes mining incremental (content hash per source file).
+
+Chroma stays the source of truth for drawers. `Catalog.needs_rebuild` compares the two and the
+service rebuilds this mirror from Chroma when they differ (a palace made by MemPalace, another
+machine writing to a Chroma server, or a crash between the two writes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mempalace_cli.errors import PalaceCorruptError
+
+CATALOG_FILE = "mempalace_index.sqlite3"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS drawers (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    wing TEXT NOT NULL DEFAULT '',
+    room TEXT NOT NULL DEFAULT '',
+    source_file TEXT NOT NULL DEFAULT '',
+    chunk_index INTEGER,
+    filed_at TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL DEFAULT '',
+    metadata TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS drawers_wing_room ON drawers (wing, room);
+CREATE INDEX IF NOT EXISTS drawers_room ON drawers (room);
+CREATE INDEX IF NOT EXISTS drawers_source ON drawers (source_file);
+CREATE VIRTUAL TABLE IF NOT EXISTS drawer_fts USING fts5(
+    text, content='drawers', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS drawers_ai AFTER INSERT ON drawers BEGIN
+    INSERT INTO drawer_fts(rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS drawers_ad AFTER DELETE ON drawers BEGIN
+    INSERT INTO drawer_fts(drawer_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+END;
+CREATE TABLE IF NOT EXISTS files (
+    source_file TEXT PRIMARY KEY,
+    source_root TEXT NOT NULL,
+    wing TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime REAL NOT NULL,
+    drawer_ids TEXT NOT NULL,
+    ingest_mode TEXT NOT NULL DEFAULT 'projects',
+    mined_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS files_root ON files (source_root);
+"""
+
+# Words too common to be worth a lexical match; the vector side still reads them.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves""".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(text: str) -> str | None:
+    """Turn free text into a safe FTS5 query: quoted terms joined by OR, stopwords dropped."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    terms = [w for w in words if w not in STOPWORDS] or words
+    unique = list(dict.fromkeys(terms))
+    if not unique:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+
+
+@dataclass(frozen=True)
+class DrawerRow:
+    id: str
+    wing: str
+    room: str
+    source_file: str
+    chunk_index: int | None
+    filed_at: str
+    text: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    source_file: str
+    source_root: str
+    wing: str
+    content_hash: str
+    size: int
+    mtime: float
+    drawer_ids: list[str]
+    ingest_mode: str
+
+
+def _where(wing: str | None, room: str | None, prefix: str = "") -> tuple[str, list[str]]:
+    clauses, params = [], []
+    if wing is not None:
+        clauses.append(f"{prefix}wing = ?")
+        params.append(wing)
+    if room is not None:
+        clauses.append(f"{prefix}room = ?")
+        params.append(room)
+    return (" AND ".join(clauses) or "1"), params
+
+
+class Catalog:
+    def __init__(self, palace_path: Path) -> None:
+        self.path = palace_path / CATALOG_FILE
+        self._conn: sqlite3.Connection | None = None
+
+    # -- connection -------------------------------------------------------------------------
+    @property
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+                conn.commit()
+            except sqlite3.DatabaseError as exc:
+                raise PalaceCorruptError(
+                    f"The palace index {self.path} can't be read: {exc}.",
+                    hint=f"Move it aside (mv {self.path} {self.path}.bad); the next command "
+                    "rebuilds it from the drawers.",
+                ) from exc
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self.conn
+        with conn:
+            yield conn
+
+    # -- meta -------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, conn: sqlite3.Connection, key: str, value: str) -> None:
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def bump_generation(self, conn: sqlite3.Connection) -> None:
+        """Mark that the palace changed, so long-lived readers in other processes can notice."""
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+        )
+
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    # -- drawers ----------------------------------------------------------------------------
+    def upsert_drawers(self, conn: sqlite3.Connection, rows: Iterable[DrawerRow]) -> None:
+        for r in rows:
+            conn.execute("DELETE FROM drawers WHERE id = ?", (r.id,))
+            conn.execute(
+                "INSERT INTO drawers(id, wing, room, source_file, chunk_index, filed_at, text, "
+                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    r.id,
+                    r.wing,
+                    r.room,
+                    r.source_file,
+                    r.chunk_index,
+                    r.filed_at,
+                    r.text,
+                    json.dumps(r.metadata, ensure_ascii=False),
+                ),
+            )
+
+    def delete_drawers(self, conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+        conn.executemany("DELETE FROM drawers WHERE id = ?", [(i,) for i in ids])
+
+    def drawer_ids_for_source(self, source_file: str) -> list[str]:
+        rows = self.conn.execute("SELECT id FROM drawers WHERE source_file = ?", (source_file,))
+        return [r[0] for r in rows]
+
+    def count(self, wing: str | None = None, room: str | None = None) -> int:
+        where, params = _where(wing, room)
+        return self.conn.execute(f"SELECT COUNT(*) FROM drawers WHERE {where}", params).fetchone()[0]
+
+    def counts_by_wing_room(self) -> list[tuple[str, str, int]]:
+        rows = self.conn.execute(
+            "SELECT wing, room, COUNT(*) FROM drawers GROUP BY wing, room ORDER BY wing, room"
+        )
+        return [(w, r, n) for w, r, n in rows]
+
+    def all_ids(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT id FROM drawers")}
+
+    def get(self, ids: Sequence[str]) -> dict[str, DrawerRow]:
+        out: dict[str, DrawerRow] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(
+                "SELECT id, wing, room, source_file, chunk_index, filed_at, text, metadata "
+                f"FROM drawers WHERE id IN ({marks})",
+                part,
+            ):
+                out[row[0]] = _row(row)
+        return out
+
+    def iter_drawers(
+        self, wing: str | None = None, room: str | None = None, order: str = "rowid"
+    ) -> Iterator[DrawerRow]:
+        where, params = _where(wing, room)
+        for row in self.conn.execute(
+            "SELECT id, wing, room, source_file, chunk_index, filed_at, text, metadata "
+            f"FROM drawers WHERE {where} ORDER BY {order}",
+            params,
+        ):
+            yield _row(row)
+
+    def lexical_search(
+        self, query: str, limit: int, wing: str | None = None, room: str | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 ranking of drawers for `query`: [(drawer_id, score)], best first, score > 0."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = _where(wing, room, prefix="d.")
+        rows = self.conn.execute(
+            "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawers d "
+            f"ON d.rowid = drawer_fts.rowid WHERE drawer_fts MATCH ? AND {where} "
+            "ORDER BY rank LIMIT ?",
+            [match, *params, limit],
+        )
+        return [(drawer_id, -rank) for drawer_id, rank in rows]
+
+    def clear(self, conn: sqlite3.Connection) -> None:
+        conn.execute("DELETE FROM drawers")
+        conn.execute("INSERT INTO drawer_fts(drawer_fts) VALUES ('rebuild')")
+
+    # -- files ------------------------------------------------------------------------------
+    def get_file(self, source_file: str) -> FileRecord | None:
+        row = self.conn.execute(
+            "SELECT source_file, source_root, wing, content_hash, size, mtime, drawer_ids, "
+            "ingest_mode FROM files WHERE source_file = ?",
+            (source_file,),
+        ).fetchone()
+        return _file(row) if row else None
+
+    def files_under(self, source_root: str) -> dict[str, FileRecord]:
+        rows = self.conn.execute(
+            "SELECT source_file, source_root, wing, content_hash, size, mtime, drawer_ids, "
+            "ingest_mode FROM files WHERE source_root = ?",
+            (source_root,),
+        )
+        return {r[0]: _file(r) for r in rows}
+
+    def put_file(self, conn: sqlite3.Connection, rec: FileRecord, mined_at: str) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO files(source_file, source_root, wing, content_hash, size, "
+            "mtime, drawer_ids, ingest_mode, mined_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rec.source_file,
+                rec.source_root,
+                rec.wing,
+                rec.content_hash,
+                rec.size,
+                rec.mtime,
+                json.dumps(rec.drawer_ids),
+                rec.ingest_mode,
+                mined_at,
+            ),
+        )
+
+    def touch_file(self, conn: sqlite3.Connection, source_file: str, size: int, mtime: float):
+        conn.execute(
+            "UPDATE files SET size = ?, mtime = ? WHERE source_file = ?",
+            (size, mtime, source_file),
+        )
+
+    def delete_file(self, conn: sqlite3.Connection, source_file: str) -> None:
+        conn.execute("DELETE FROM files WHERE source_file = ?", (source_file,))
+
+
+def _row(row: tuple) -> DrawerRow:
+    return DrawerRow(
+        id=row[0],
+        wing=row[1],
+        room=row[2],
+        source_file=row[3],
+        chunk_index=row[4],
+        filed_at=row[5],
+        text=row[6],
+        metadata=json.loads(row[7] or "{}"),
+    )
+
+
+def _file(row: tuple) -> FileRecord:
+    return FileRecord(
+        source_file=row[0],
+        source_root=row[1],
+        wing=row[2],
+        content_hash=row[3],
+        size=row[4],
+        mtime=row[5],
+        drawer_ids=json.loads(row[6]),
+        ingest_mode=row[7],
+    )

@@ -1,0 +1,118 @@
+"""Where things live: MEMPALACE_HOME, config.toml, and the palace directory.
+
+`MEMPALACE_HOME` (default `~/.mempalace`) holds `config.toml` and `identity.txt`.
+Everything a palace owns lives inside the palace directory, so `--palace` selects all of it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from mempalace_cli.errors import ConfigError
+
+HOME_ENV = "MEMPALACE_HOME"
+PALACE_ENV = "MEMPALACE_PALACE"
+CHROMA_URL_ENV = "MEMPALACE_CHROMA_URL"
+CONFIG_FILE = "config.toml"
+IDENTITY_FILE = "identity.txt"
+PROJECT_FILE = "mempalace.toml"
+
+# The name MemPalace uses, so palaces it made open here.
+COLLECTION_NAME = "mempalace_drawers"
+
+
+def mempalace_home() -> Path:
+    raw = os.environ.get(HOME_ENV)
+    return Path(raw).expanduser() if raw else Path.home() / ".mempalace"
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Read a TOML file, turning every way it can fail into a ConfigError that names the file."""
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid TOML: {exc}.",
+            hint=f"Fix the file or move it aside (mv {path} {path}.bak) and run the command again.",
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"Could not read {path}: {exc}.", hint="Check the file's permissions."
+        ) from exc
+
+
+def write_toml(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(tomli_w.dumps(data).encode("utf-8"))
+    tmp.replace(path)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings of one invocation."""
+
+    home: Path
+    palace_path: Path
+    chroma_url: str | None = None
+    embedding_model_dir: Path | None = None
+    lock_timeout: float = 60.0
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def identity_path(self) -> Path:
+        return self.home / IDENTITY_FILE
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / CONFIG_FILE
+
+
+def load_global_config(home: Path) -> dict[str, Any]:
+    path = home / CONFIG_FILE
+    if not path.exists():
+        return {}
+    return read_toml(path)
+
+
+def resolve_settings(
+    palace: str | os.PathLike[str] | None = None,
+    chroma_url: str | None = None,
+    home: Path | None = None,
+) -> Settings:
+    """Resolve the palace path: --palace > $MEMPALACE_PALACE > config.toml palace_path > default."""
+    home = home or mempalace_home()
+    cfg = load_global_config(home)
+    if palace:
+        palace_path = Path(palace)
+    elif os.environ.get(PALACE_ENV):
+        palace_path = Path(os.environ[PALACE_ENV])
+    elif cfg.get("palace_path"):
+        palace_path = Path(str(cfg["palace_path"]))
+    else:
+        palace_path = home / "palace"
+    url = chroma_url or os.environ.get(CHROMA_URL_ENV) or cfg.get("chroma_url") or None
+    model_dir = cfg.get("embedding_model_dir")
+    lock_timeout = cfg.get("lock_timeout_seconds", 60.0)
+    if not isinstance(lock_timeout, int | float) or lock_timeout <= 0:
+        raise ConfigError(
+            f"lock_timeout_seconds in {home / CONFIG_FILE} must be a positive number, "
+            f"not {lock_timeout!r}."
+        )
+    return Settings(
+        home=home,
+        palace_path=palace_path.expanduser().absolute(),
+        chroma_url=str(url) if url else None,
+        embedding_model_dir=Path(str(model_dir)).expanduser() if model_dir else None,
+        lock_timeout=float(lock_timeout),
+        raw=cfg,
+    )

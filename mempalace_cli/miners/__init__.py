@@ -1,0 +1,1 @@
+"""Miners turn folders into drawers: project files (`project`) and chat exports (`convos`)."""

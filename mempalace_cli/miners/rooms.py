@@ -1,0 +1,81 @@
+"""Rooms: detect them from a folder's layout (for `init`) and route each file to one."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mempalace_cli.miners.files import is_skipped_dir
+
+GENERAL = "general"
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+
+
+def normalize_name(name: str) -> str:
+    """A wing or room name as stored: lower case, words joined by underscores."""
+    slug = re.sub(r"[^\w]+", "_", name.strip().lower(), flags=re.UNICODE).strip("_")
+    return slug or GENERAL
+
+
+@dataclass
+class Room:
+    name: str
+    keywords: list[str] = field(default_factory=list)
+    description: str = ""
+
+
+def _name_words(name: str) -> list[str]:
+    return [w for w in _WORD.findall(name.lower()) if len(w) > 2]
+
+
+def detect_rooms(root: Path, max_rooms: int = 30) -> list[Room]:
+    """One room per top-level folder, with keywords from its name, its subfolders and the
+    words most common in its file names."""
+    rooms: list[Room] = []
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.is_dir() or entry.is_symlink() or is_skipped_dir(entry.name):
+            continue
+        if entry.name.startswith("."):
+            continue
+        words: Counter[str] = Counter()
+        for path in list(entry.rglob("*"))[:2000]:
+            if any(is_skipped_dir(p) for p in path.relative_to(entry).parts):
+                continue
+            words.update(_name_words(path.stem if path.is_file() else path.name))
+        base = _name_words(entry.name)
+        keywords = list(dict.fromkeys(base + [w for w, n in words.most_common(8) if n > 1]))
+        rooms.append(Room(normalize_name(entry.name), keywords[:10]))
+        if len(rooms) >= max_rooms:
+            break
+    return rooms
+
+
+def route_file(rel: str, text_head: str, rooms: Sequence[Room]) -> str:
+    """Pick a file's room: a folder on its path named like a room, then its file name, then
+    keyword hits in its first few kilobytes; otherwise `general`."""
+    if not rooms:
+        return GENERAL
+    parts = Path(rel).parts
+    by_name = {r.name: r for r in rooms}
+    for part in parts[:-1]:
+        if normalize_name(part) in by_name:
+            return normalize_name(part)
+    stem = normalize_name(Path(rel).stem)
+    for room in rooms:
+        if room.name == stem or (len(room.name) > 3 and room.name in stem):
+            return room.name
+    head = text_head.lower()
+    best, best_hits = GENERAL, 0
+    for room in rooms:
+        terms = [room.name.replace("_", " "), *room.keywords]
+        hits = sum(head.count(t.lower()) for t in terms if len(t) > 2)
+        if hits > best_hits:
+            best, best_hits = room.name, hits
+    return best if best_hits >= 2 else GENERAL

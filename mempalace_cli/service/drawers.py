@@ -1,0 +1,237 @@
+"""Reading and filing drawers: status, search (hybrid lexical + vector), add, delete, dedupe."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from mempalace_cli.catalog import DrawerRow
+from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.miners.rooms import normalize_name
+from mempalace_cli.service.core import PalaceCore, now_iso
+from mempalace_cli.store import where_filter
+
+MAX_RESULTS = 100
+MAX_DRAWER_CHARS = 100_000
+DUPLICATE_THRESHOLD = 0.9
+# Reciprocal rank fusion: each side contributes 1 / (RRF_K + rank).
+RRF_K = 60
+CANDIDATES = 50
+SEARCH_MODES = ("hybrid", "vector", "lexical")
+
+
+def _similarity(distance: float) -> float:
+    return round(1.0 - distance, 3)
+
+
+class DrawerOps(PalaceCore):
+    # -- overview ---------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        self.require()
+        self.sync()
+        wings: dict[str, int] = {}
+        rooms: dict[str, int] = {}
+        taxonomy: dict[str, dict[str, int]] = {}
+        for wing, room, n in self.catalog.counts_by_wing_room():
+            wings[wing] = wings.get(wing, 0) + n
+            rooms[room] = rooms.get(room, 0) + n
+            taxonomy.setdefault(wing, {})[room] = n
+        return {
+            "palace_path": str(self.path),
+            "store": self.store.location,
+            "total_drawers": sum(wings.values()),
+            "wings": wings,
+            "rooms": rooms,
+            "taxonomy": taxonomy,
+        }
+
+    def list_wings(self) -> dict[str, Any]:
+        return {"wings": self.status()["wings"]}
+
+    def list_rooms(self, wing: str | None = None) -> dict[str, Any]:
+        status = self.status()
+        if wing is None:
+            return {"wing": None, "rooms": status["rooms"]}
+        return {"wing": wing, "rooms": status["taxonomy"].get(wing, {})}
+
+    def get_taxonomy(self) -> dict[str, Any]:
+        return {"taxonomy": self.status()["taxonomy"]}
+
+    # -- search -----------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        wing: str | None = None,
+        room: str | None = None,
+        limit: int = 5,
+        mode: str = "hybrid",
+    ) -> dict[str, Any]:
+        """Rank drawers for `query`. `hybrid` fuses BM25 and vector ranks (RRF); `similarity`
+        is always the cosine similarity of the query and the drawer, whatever the ranking."""
+        if not query or not query.strip():
+            raise InvalidInputError("The search query is empty.", hint="Say what to look for.")
+        if not 1 <= limit <= MAX_RESULTS:
+            raise InvalidInputError(f"The result limit must be 1 to {MAX_RESULTS}, not {limit}.")
+        if mode not in SEARCH_MODES:
+            raise InvalidInputError(
+                f"Unknown search mode {mode!r}.", hint=f"Use one of: {', '.join(SEARCH_MODES)}."
+            )
+        self.require()
+        self.sync()
+        filters = {"wing": wing, "room": room}
+        depth = max(CANDIDATES, limit * 3)
+        query_vec = self.embedder.embed([query])[0] if mode != "lexical" else None
+
+        vector_hits: list[tuple[str, float, str, dict[str, Any]]] = []
+        if query_vec is not None:
+            vector_hits = self.store.query(query_vec, depth, where_filter(wing, room))
+        lexical_hits = (
+            self.catalog.lexical_search(query, depth, wing, room) if mode != "vector" else []
+        )
+
+        fused: dict[str, float] = {}
+        for rank, hit in enumerate(vector_hits):
+            fused[hit[0]] = fused.get(hit[0], 0.0) + 1.0 / (RRF_K + rank + 1)
+        for rank, (drawer_id, _score) in enumerate(lexical_hits):
+            fused[drawer_id] = fused.get(drawer_id, 0.0) + 1.0 / (RRF_K + rank + 1)
+        top = sorted(fused, key=lambda i: (-fused[i], i))[:limit]
+
+        distances = {h[0]: h[1] for h in vector_hits}
+        from_store = {h[0]: (h[2], h[3]) for h in vector_hits}
+        rows = self.catalog.get(top)
+        missing = [i for i in top if i not in distances and query_vec is not None]
+        if missing:
+            got = self.store.get(missing, include=["embeddings"])
+            for drawer_id, emb in zip(got["ids"], got["embeddings"], strict=True):
+                distances[drawer_id] = 1.0 - float(sum(a * b for a, b in zip(query_vec, emb)))
+
+        results = []
+        lexical_ids = {i for i, _ in lexical_hits}
+        for drawer_id in top:
+            row = rows.get(drawer_id)
+            if row is not None:
+                text, meta = row.text, {**row.metadata, "wing": row.wing, "room": row.room,
+                                        "source_file": row.source_file}
+            else:
+                text, meta = from_store[drawer_id]
+            results.append(
+                {
+                    "drawer_id": drawer_id,
+                    "text": text,
+                    "wing": meta.get("wing", ""),
+                    "room": meta.get("room", ""),
+                    "source_file": meta.get("source_file", ""),
+                    "similarity": _similarity(distances[drawer_id])
+                    if drawer_id in distances
+                    else None,
+                    "line_start": meta.get("line_start"),
+                    "line_end": meta.get("line_end"),
+                    "matched_by": [
+                        side
+                        for side, hit in (("vector", drawer_id in from_store),
+                                          ("lexical", drawer_id in lexical_ids))
+                        if hit
+                    ],
+                    "metadata": meta,
+                }
+            )
+        return {"query": query, "filters": filters, "mode": mode, "results": results}
+
+    # -- single drawers ---------------------------------------------------------------------
+    def get_drawer(self, drawer_id: str) -> dict[str, Any]:
+        self.require()
+        self.sync()
+        row = self.catalog.get([drawer_id]).get(drawer_id)
+        if row is None:
+            raise NotFoundError(
+                f"No drawer with id {drawer_id!r}.",
+                hint="Drawer ids come from search results (drawer_id).",
+            )
+        return {"drawer_id": row.id, "text": row.text, "wing": row.wing, "room": row.room,
+                "source_file": row.source_file, "filed_at": row.filed_at,
+                "metadata": row.metadata}
+
+    def check_duplicate(self, content: str, threshold: float = DUPLICATE_THRESHOLD) -> dict:
+        _check_content(content)
+        if not 0.0 < threshold <= 1.0:
+            raise InvalidInputError(f"threshold must be in (0, 1], not {threshold}.")
+        if not self.exists():
+            return {"is_duplicate": False, "matches": []}
+        self.sync()
+        vec = self.embedder.embed([content])[0]
+        matches = [
+            {"drawer_id": i, "similarity": _similarity(d), "wing": m.get("wing"),
+             "room": m.get("room"), "text": doc[:300]}
+            for i, d, doc, m in self.store.query(vec, 5, None)
+            if 1.0 - d >= threshold
+        ]
+        return {"is_duplicate": bool(matches), "matches": matches}
+
+    def add_drawer(
+        self,
+        wing: str,
+        room: str,
+        content: str,
+        source_file: str | None = None,
+        added_by: str = "mcp",
+        metadata: dict[str, Any] | None = None,
+        check_duplicates: bool = True,
+    ) -> dict[str, Any]:
+        """File one drawer by hand. Identical content in the same place is idempotent; content
+        that is semantically near-identical to a drawer anywhere is refused as a duplicate."""
+        _check_content(content)
+        wing_n, room_n = normalize_name(wing or ""), normalize_name(room or "")
+        if not wing or not room:
+            raise InvalidInputError("A drawer needs both a wing and a room.")
+        digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+        drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
+        self.create()
+        self.sync()
+        if drawer_id in self.catalog.get([drawer_id]):
+            return {"success": True, "drawer_id": drawer_id, "already_stored": True}
+        vec = self.embedder.embed([content])
+        if check_duplicates:
+            matches = [
+                {"drawer_id": i, "similarity": _similarity(d), "wing": m.get("wing"),
+                 "room": m.get("room"), "text": doc[:300]}
+                for i, d, doc, m in self.store.query(vec[0], 5, None)
+                if 1.0 - d >= DUPLICATE_THRESHOLD
+            ]
+            if matches:
+                return {"success": False, "reason": "duplicate", "matches": matches}
+        meta: dict[str, Any] = dict(metadata or {})
+        meta.update(added_by=added_by, content_hash=digest, ingest_mode=meta.get("ingest_mode",
+                                                                                    "manual"))
+        row = DrawerRow(drawer_id, wing_n, room_n, source_file or "", None, now_iso(), content,
+                        meta)
+        with self.lock.hold():
+            self._file_drawers([row], vec)
+        return {"success": True, "drawer_id": drawer_id, "wing": wing_n, "room": room_n}
+
+    def delete_drawer(self, drawer_id: str) -> dict[str, Any]:
+        self.require()
+        self.sync()
+        if drawer_id not in self.catalog.get([drawer_id]):
+            raise NotFoundError(
+                f"No drawer with id {drawer_id!r}; nothing was deleted.",
+                hint="Drawer ids come from search results (drawer_id).",
+            )
+        with self.lock.hold():
+            self._remove_drawers([drawer_id])
+        return {"success": True, "drawer_id": drawer_id}
+
+
+def _check_content(content: str) -> None:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError("The content is empty.", hint="Pass the text to store.")
+    if len(content) > MAX_DRAWER_CHARS:
+        raise InvalidInputError(
+            f"The content is {len(content):,} characters; one drawer holds at most "
+            f"{MAX_DRAWER_CHARS:,}.",
+            hint="Split it into several drawers, or save it as a file and mine the folder.",
+        )
+
+
+def row_summary(row: DrawerRow) -> dict[str, Any]:
+    return {"drawer_id": row.id, "wing": row.wing, "room": row.room,
+            "source_file": row.source_file}

@@ -1,0 +1,325 @@
+"""`init` and `mine`: file a folder's text into the palace, incrementally and idempotently."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mempalace_cli.catalog import DrawerRow, FileRecord
+from mempalace_cli.config import PROJECT_FILE, write_toml
+from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
+from mempalace_cli.miners.project import (
+    DEFAULT_EXCLUDE,
+    FileText,
+    ProjectConfig,
+    load_project_config,
+    plan_file,
+    read_text_file,
+)
+from mempalace_cli.miners.rooms import detect_rooms, normalize_name
+from mempalace_cli.service.core import PalaceCore, now_iso
+
+# Progress callback: (event, data). Events: "plan" {files, chunks}, "embedded" {chunks},
+# "file" {path, drawers}.
+ProgressFn = Callable[[str, dict[str, Any]], None]
+EMBED_GROUP = 256  # chunks embedded and written per lock hold
+MINE_MODES = ("projects",)
+DEFAULT_AGENT = "mempalace-cli"
+
+
+def drawer_id_for(wing: str, room: str, source_file: str, chunk_index: int) -> str:
+    digest = hashlib.sha256(f"{source_file}\x00{chunk_index}".encode()).hexdigest()
+    return f"drawer_{wing}_{room}_{digest[:16]}"
+
+
+@dataclass
+class PendingFile:
+    path: Path
+    rel: str
+    size: int
+    mtime: float
+    content_hash: str
+    rows: list[DrawerRow]
+    old_ids: list[str]
+
+
+@dataclass
+class MineReport:
+    directory: str
+    wing: str
+    mode: str
+    dry_run: bool
+    files_mined: list[str] = field(default_factory=list)
+    files_unchanged: int = 0
+    files_removed: list[str] = field(default_factory=list)
+    files_skipped: list[dict[str, str]] = field(default_factory=list)
+    drawers_added: int = 0
+    drawers_removed: int = 0
+    palace_created: bool = False
+    limited: bool = False
+    elapsed_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "wing": self.wing,
+            "mode": self.mode,
+            "dry_run": self.dry_run,
+            "palace_created": self.palace_created,
+            "files": {
+                "mined": len(self.files_mined),
+                "unchanged": self.files_unchanged,
+                "removed": len(self.files_removed),
+                "skipped": len(self.files_skipped),
+            },
+            "drawers": {"added": self.drawers_added, "removed": self.drawers_removed},
+            "mined_files": self.files_mined,
+            "removed_files": self.files_removed,
+            "skipped": self.files_skipped,
+            "limited": self.limited,
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+        }
+
+
+def _resolve_dir(directory: str | Path) -> Path:
+    root = Path(directory).expanduser()
+    if not root.exists():
+        raise NotFoundError(f"The folder {root} does not exist.", hint="Check the path.")
+    if not root.is_dir():
+        raise InvalidInputError(f"{root} is a file, not a folder.", hint="Pass a folder.")
+    return root.resolve()
+
+
+class MiningOps(PalaceCore):
+    def init_project(
+        self, directory: str | Path, wing: str | None = None, overwrite: bool = False
+    ) -> dict[str, Any]:
+        """Detect rooms from the folder layout, write DIR/mempalace.toml (unless one exists and
+        `overwrite` is false), and create the palace if it is missing."""
+        root = _resolve_dir(directory)
+        project_file = root / PROJECT_FILE
+        existing = load_project_config(root) if project_file.exists() else None
+        if existing is not None and not overwrite:
+            config, written = existing, False
+            if wing:
+                config.wing = normalize_name(wing)
+        else:
+            config = ProjectConfig(
+                wing=normalize_name(wing or root.name),
+                rooms=detect_rooms(root),
+                exclude=list(DEFAULT_EXCLUDE),
+            )
+            written = True
+        if written or wing:
+            write_toml(project_file, config.to_toml())
+            written = True
+        created = self.create()
+        return {
+            "directory": str(root),
+            "project_file": str(project_file),
+            "config_written": written,
+            "kept_existing": existing is not None and not overwrite,
+            "wing": config.wing,
+            "rooms": [{"name": r.name, "keywords": r.keywords} for r in config.rooms],
+            "exclude": config.exclude,
+            "palace_path": str(self.path),
+            "palace_created": created,
+            "next_step": f"mempalace mine {directory}",
+        }
+
+    def mine(
+        self,
+        directory: str | Path,
+        wing: str | None = None,
+        agent: str | None = None,
+        mode: str = "projects",
+        dry_run: bool = False,
+        limit: int | None = None,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        started = time.perf_counter()
+        if mode not in MINE_MODES:
+            raise InvalidInputError(
+                f"Unknown mining mode {mode!r}.", hint=f"Use one of: {', '.join(MINE_MODES)}."
+            )
+        if limit is not None and limit < 1:
+            raise InvalidInputError(f"--limit must be at least 1, not {limit}.")
+        root = _resolve_dir(directory)
+        project = load_project_config(root) or ProjectConfig(
+            wing=normalize_name(root.name), rooms=detect_rooms(root), exclude=list(DEFAULT_EXCLUDE)
+        )
+        wing_name = normalize_name(wing) if wing else project.wing
+        report = MineReport(str(root), wing_name, mode, dry_run)
+        if not dry_run:
+            report.palace_created = self.create()
+            self.sync()
+        known = self.catalog.files_under(str(root)) if self.catalog.exists else {}
+        notify = progress or (lambda event, data: None)
+
+        pending, seen = self._scan(root, project, wing_name, agent, known, limit, report)
+        report.limited = limit is not None and len(seen) >= limit
+        removed = [] if report.limited else [src for src in known if src not in seen]
+        notify("plan", {"files": len(pending), "chunks": sum(len(p.rows) for p in pending)})
+
+        if dry_run:
+            report.files_mined = [p.rel for p in pending]
+            report.drawers_added = sum(len(p.rows) for p in pending)
+            report.files_removed = [_rel(root, s) for s in removed]
+            report.drawers_removed = sum(len(known[s].drawer_ids) for s in removed)
+        else:
+            self._write_pending(pending, root, wing_name, mode, report, notify)
+            self._remove_files(root, removed, known, report)
+        report.elapsed_seconds = time.perf_counter() - started
+        return report.to_dict()
+
+    # -- steps ------------------------------------------------------------------------------
+    def _scan(
+        self,
+        root: Path,
+        project: ProjectConfig,
+        wing: str,
+        agent: str | None,
+        known: dict[str, FileRecord],
+        limit: int | None,
+        report: MineReport,
+    ) -> tuple[list[PendingFile], set[str]]:
+        pending: list[PendingFile] = []
+        seen: set[str] = set()
+        max_bytes = int(project.max_file_mb * 1_000_000)
+        skip = [self.path]  # the palace may live inside the mined folder
+        for item in walk(root, project.exclude, skip):
+            if isinstance(item, Skipped):
+                report.files_skipped.append({"file": item.rel, "reason": item.reason})
+                continue
+            if limit is not None and len(seen) >= limit:
+                break
+            assert isinstance(item, Candidate)
+            src = str(item.path)
+            seen.add(src)
+            try:
+                st = item.path.stat()
+            except OSError as exc:
+                report.files_skipped.append({"file": item.rel, "reason": f"unreadable: {exc}"})
+                continue
+            rec = known.get(src)
+            if rec and rec.wing == wing and rec.size == st.st_size and rec.mtime == st.st_mtime:
+                report.files_unchanged += 1
+                continue
+            content = read_text_file(item.path, max_bytes)
+            if not isinstance(content, FileText):
+                report.files_skipped.append({"file": item.rel, "reason": content})
+                if rec:  # it was mined before and is now unusable: its drawers go
+                    seen.discard(src)
+                continue
+            digest = sha256_file(item.path)
+            if rec and rec.wing == wing and rec.content_hash == digest:
+                report.files_unchanged += 1
+                if not report.dry_run:
+                    with self.catalog.transaction() as conn:
+                        self.catalog.touch_file(conn, src, st.st_size, st.st_mtime)
+                continue
+            room, chunks = plan_file(item.rel, content.text, project.rooms)
+            filed_at = now_iso()
+            rows = [
+                DrawerRow(
+                    id=drawer_id_for(wing, room, src, c.index),
+                    wing=wing,
+                    room=room,
+                    source_file=src,
+                    chunk_index=c.index,
+                    filed_at=filed_at,
+                    text=c.text,
+                    metadata={
+                        "added_by": agent or DEFAULT_AGENT,
+                        "ingest_mode": "projects",
+                        "source_root": str(root),
+                        "source_hash": digest,
+                        "source_mtime": st.st_mtime,
+                        "line_start": c.line_start,
+                        "line_end": c.line_end,
+                        "encoding": content.encoding,
+                    },
+                )
+                for c in chunks
+            ]
+            old_ids = list(rec.drawer_ids) if rec else []
+            pending.append(
+                PendingFile(item.path, item.rel, st.st_size, st.st_mtime, digest, rows, old_ids)
+            )
+        return pending, seen
+
+    def _write_pending(
+        self,
+        pending: list[PendingFile],
+        root: Path,
+        wing: str,
+        mode: str,
+        report: MineReport,
+        notify: ProgressFn,
+    ) -> None:
+        """Embed in groups of about EMBED_GROUP chunks, then file each group under the lock;
+        a file's manifest entry commits with its drawers, so a crash never records a file as
+        mined when it wasn't."""
+        group: list[PendingFile] = []
+        size = 0
+        for i, item in enumerate(pending):
+            group.append(item)
+            size += len(item.rows)
+            if size >= EMBED_GROUP or i == len(pending) - 1:
+                self._write_group(group, root, wing, mode, report, notify)
+                group, size = [], 0
+
+    def _write_group(
+        self,
+        group: list[PendingFile],
+        root: Path,
+        wing: str,
+        mode: str,
+        report: MineReport,
+        notify: ProgressFn,
+    ) -> None:
+        rows = [r for f in group for r in f.rows]
+        embeddings = self.embedder.embed([r.text for r in rows])
+        notify("embedded", {"chunks": len(rows)})
+        with self.lock.hold():
+            replace: list[str] = []
+            for f in group:
+                replace += f.old_ids + self.catalog.drawer_ids_for_source(str(f.path))
+            files = [
+                FileRecord(str(f.path), str(root), wing, f.content_hash, f.size, f.mtime,
+                           [r.id for r in f.rows], mode)
+                for f in group
+            ]
+            new_ids = {r.id for r in rows}
+            self._file_drawers(rows, embeddings, replace, files)
+        report.drawers_removed += len({i for i in replace if i not in new_ids})
+        report.drawers_added += len(rows)
+        for f in group:
+            report.files_mined.append(f.rel)
+            notify("file", {"path": f.rel, "drawers": len(f.rows)})
+
+    def _remove_files(
+        self, root: Path, removed: list[str], known: dict[str, FileRecord], report: MineReport
+    ) -> None:
+        if not removed:
+            return
+        with self.lock.hold():
+            ids: list[str] = []
+            for src in removed:
+                ids += known[src].drawer_ids + self.catalog.drawer_ids_for_source(src)
+            ids = list(dict.fromkeys(ids))
+            self._remove_drawers(ids, forget_files=removed)
+        report.drawers_removed += len(ids)
+        report.files_removed = [_rel(root, s) for s in removed]
+
+
+def _rel(root: Path, src: str) -> str:
+    try:
+        return Path(src).relative_to(root).as_posix()
+    except ValueError:
+        return src

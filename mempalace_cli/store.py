@@ -1,0 +1,225 @@
+"""The drawer store: one Chroma collection, `mempalace_drawers`, in cosine space.
+
+chromadb is imported on first use only (it costs over a second). The collection is opened
+without an embedding function: we always pass embeddings ourselves, so a palace made by
+MemPalace (which registered Chroma's default function) opens too, and nothing here ever tries
+to download a model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from mempalace_cli.config import COLLECTION_NAME
+from mempalace_cli.embedder import DIMENSION, MODEL_NAME
+from mempalace_cli.errors import IncompatiblePalaceError, MemPalaceError, PalaceCorruptError
+
+CHROMA_FILE = "chroma.sqlite3"
+PAGE = 1000
+
+
+def _silence_chroma() -> None:
+    for name in ("chromadb", "chromadb.telemetry", "onnxruntime"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def where_filter(wing: str | None, room: str | None) -> dict[str, Any] | None:
+    clauses = [{k: v} for k, v in (("wing", wing), ("room", room)) if v is not None]
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class DrawerStore:
+    def __init__(self, palace_path: Path, chroma_url: str | None = None) -> None:
+        self.palace_path = palace_path
+        self.chroma_url = chroma_url
+        self._client: Any = None
+        self._collection: Any = None
+
+    @property
+    def location(self) -> str:
+        return self.chroma_url or str(self.palace_path)
+
+    def has_local_data(self) -> bool:
+        return (self.palace_path / CHROMA_FILE).exists()
+
+    def _make_client(self) -> Any:
+        _silence_chroma()
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        if self.chroma_url:
+            from urllib.parse import urlparse
+
+            url = urlparse(self.chroma_url)
+            if not url.hostname:
+                raise MemPalaceError(
+                    f"chroma_url {self.chroma_url!r} is not a URL.",
+                    hint="Use the form http://host:port.",
+                )
+            try:
+                return chromadb.HttpClient(
+                    host=url.hostname,
+                    port=url.port or (443 if url.scheme == "https" else 8000),
+                    ssl=url.scheme == "https",
+                    settings=settings,
+                )
+            except Exception as exc:
+                raise MemPalaceError(
+                    f"Could not reach the Chroma server at {self.chroma_url}: {exc}",
+                    hint="Start it (chroma run --path DIR --port PORT) or check chroma_url.",
+                ) from exc
+        self.palace_path.mkdir(parents=True, exist_ok=True)
+        try:
+            return chromadb.PersistentClient(path=str(self.palace_path), settings=settings)
+        except Exception as exc:
+            raise PalaceCorruptError(
+                f"The drawer store in {self.palace_path} can't be opened: {exc}",
+                hint="Restore the palace folder from a backup, or move it aside and re-mine. "
+                "Nothing was changed.",
+            ) from exc
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    def collection(self, create: bool = False) -> Any | None:
+        """The drawer collection; None when it doesn't exist and `create` is false."""
+        if self._collection is not None:
+            return self._collection
+        client = self.client
+        try:
+            if create:
+                col = client.get_or_create_collection(
+                    COLLECTION_NAME,
+                    embedding_function=None,
+                    metadata={
+                        "hnsw:space": "cosine",
+                        "embedding_model": MODEL_NAME,
+                        "embedding_dimension": DIMENSION,
+                    },
+                )
+            else:
+                names = [getattr(c, "name", c) for c in client.list_collections()]
+                if COLLECTION_NAME not in names:
+                    return None
+                col = client.get_collection(COLLECTION_NAME, embedding_function=None)
+        except MemPalaceError:
+            raise
+        except Exception as exc:
+            raise PalaceCorruptError(
+                f"The drawer collection at {self.location} can't be opened: {exc}",
+                hint="Restore the palace from a backup, or move it aside and re-mine. "
+                "Nothing was changed.",
+            ) from exc
+        self._check_compatible(col)
+        self._collection = col
+        return col
+
+    def _check_compatible(self, col: Any) -> None:
+        meta = col.metadata or {}
+        model = meta.get("embedding_model")
+        if model and model != MODEL_NAME:
+            raise IncompatiblePalaceError(
+                f"The drawers at {self.location} were embedded with {model!r}; this tool embeds "
+                f"with {MODEL_NAME!r}. Mixing models would make search return nonsense.",
+                hint="Use a separate palace (--palace) for this tool.",
+            )
+        dim = meta.get("embedding_dimension")
+        space = meta.get("hnsw:space")
+        if (dim and int(dim) != DIMENSION) or (space and space != "cosine"):
+            raise IncompatiblePalaceError(
+                f"The drawers at {self.location} use {dim or '?'}-d vectors in {space or '?'} "
+                f"space; this tool needs {DIMENSION}-d cosine.",
+                hint="Use a separate palace (--palace) for this tool.",
+            )
+
+    def reset_handle(self) -> None:
+        """Forget cached handles so the next call re-reads what other processes wrote."""
+        self._collection = None
+        if self._client is not None and not self.chroma_url:
+            try:
+                self._client.clear_system_cache()
+            except Exception:
+                pass
+        self._client = None
+
+    # -- reads ------------------------------------------------------------------------------
+    def count(self) -> int:
+        col = self.collection()
+        return 0 if col is None else col.count()
+
+    def query(
+        self, embedding: Sequence[float], n: int, where: dict[str, Any] | None
+    ) -> list[tuple[str, float, str, dict[str, Any]]]:
+        """[(id, cosine distance, document, metadata)], nearest first."""
+        col = self.collection()
+        if col is None or n <= 0:
+            return []
+        res = col.query(
+            query_embeddings=[list(map(float, embedding))],
+            n_results=n,
+            where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        ids = res["ids"][0]
+        return [
+            (ids[i], float(res["distances"][0][i]), res["documents"][0][i] or "",
+             dict(res["metadatas"][0][i] or {}))
+            for i in range(len(ids))
+        ]
+
+    def get(self, ids: Sequence[str], include: Sequence[str]) -> dict[str, Any]:
+        col = self.collection()
+        if col is None or not ids:
+            return {"ids": [], **{k: [] for k in include}}
+        return col.get(ids=list(ids), include=list(include))
+
+    def iter_all(self, include: Sequence[str] = ("metadatas", "documents")) -> Iterator[dict]:
+        col = self.collection()
+        if col is None:
+            return
+        offset = 0
+        while True:
+            page = col.get(limit=PAGE, offset=offset, include=list(include))
+            if not page["ids"]:
+                return
+            yield page
+            offset += len(page["ids"])
+
+    # -- writes (callers hold the palace lock) ----------------------------------------------
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: Any,
+        documents: Sequence[str],
+        metadatas: Sequence[dict[str, Any]],
+    ) -> None:
+        col = self.collection(create=True)
+        for start in range(0, len(ids), PAGE):
+            end = start + PAGE
+            col.upsert(
+                ids=list(ids[start:end]),
+                embeddings=embeddings[start:end],
+                documents=list(documents[start:end]),
+                metadatas=list(metadatas[start:end]),
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        col = self.collection()
+        if col is None or not ids:
+            return
+        for start in range(0, len(ids), PAGE):
+            col.delete(ids=list(ids[start : start + PAGE]))
+
+    def delete_where(self, where: dict[str, Any]) -> None:
+        col = self.collection()
+        if col is not None:
+            col.delete(where=where)

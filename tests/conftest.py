@@ -1,0 +1,94 @@
+"""Shared fixtures: an isolated MEMPALACE_HOME per test, the real embedder loaded once per
+session, a CliRunner, and a palace with examples/notes mined once per session."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mempalace_cli.cli import app
+from mempalace_cli.embedder import Embedder, get_embedder
+
+REPO = Path(__file__).resolve().parent.parent
+NOTES = REPO / "examples" / "notes"
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real offline model, loaded once for the whole session (it is a process singleton)."""
+    emb = get_embedder()
+    emb.ensure_loaded()
+    return emb
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty MEMPALACE_HOME; the palace defaults to home/palace."""
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("MEMPALACE_HOME", str(h))
+    monkeypatch.delenv("MEMPALACE_PALACE", raising=False)
+    monkeypatch.delenv("MEMPALACE_CHROMA_URL", raising=False)
+    return h
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+CliFn = Callable[..., Any]
+
+
+@pytest.fixture
+def cli(runner: CliRunner, home: Path, embedder: Embedder) -> CliFn:
+    """Run `mempalace ARGS...`; returns the CliRunner result. Use `cli_json` for --json."""
+
+    def run(*args: str, input: str | None = None, expect: int | None = 0) -> Any:
+        result = runner.invoke(app, [str(a) for a in args], input=input)
+        if expect is not None:
+            assert result.exit_code == expect, (
+                f"exit {result.exit_code} != {expect}\nstdout:\n{result.stdout}\n"
+                f"stderr:\n{result.stderr}\n{result.exception!r}"
+            )
+        return result
+
+    return run
+
+
+@pytest.fixture
+def cli_json(cli: CliFn) -> CliFn:
+    """Run `mempalace ARGS... --json` and return the parsed JSON document from stdout."""
+
+    def run(*args: str, input: str | None = None, expect: int | None = 0) -> Any:
+        result = cli(*args, "--json", input=input, expect=expect)
+        return json.loads(result.stdout)
+
+    return run
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    """A private copy of examples/notes that a test may edit."""
+    dest = tmp_path / "notes"
+    shutil.copytree(NOTES, dest, ignore=shutil.ignore_patterns("mempalace.toml"))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def mined_notes(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[dict]:
+    """examples/notes mined once per session into its own palace (read-only for tests):
+    {"palace": Path, "notes": Path, "home": Path}. Pass --palace explicitly to use it."""
+    base = tmp_path_factory.mktemp("mined")
+    notes_dir = base / "notes"
+    shutil.copytree(NOTES, notes_dir, ignore=shutil.ignore_patterns("mempalace.toml"))
+    palace = base / "palace"
+    result = CliRunner().invoke(app, ["--palace", str(palace), "mine", str(notes_dir), "--json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    yield {"palace": palace, "notes": notes_dir, "home": base}
