@@ -22,12 +22,14 @@ from mempalace_cli.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
     import numpy as np
+    from tokenizers import Tokenizer
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
 MAX_TOKENS = 256  # what the reference sentence-transformers model reads
 BATCH_SIZE = 32
 TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+_shared_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,9 @@ class Embedder:
 
     def _load(self) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         try:
-            tokenizer = Tokenizer.from_file(str(self.files.tokenizer))
-            tokenizer.no_padding()
+            tokenizer = load_tokenizer(self.files.tokenizer)
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
             options = ort.SessionOptions()
             options.log_severity_level = 3
@@ -113,16 +113,6 @@ class Embedder:
         with self._lock:
             if self._session is None:
                 self._load()
-
-    def count_tokens(self, text: str) -> int:
-        """Tokens the model would read, special tokens included (before truncation)."""
-        self.ensure_loaded()
-        assert self._tokenizer is not None
-        self._tokenizer.no_truncation()
-        try:
-            return len(self._tokenizer.encode(text).ids)
-        finally:
-            self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
 
     def embed(self, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
         import numpy as np
@@ -155,8 +145,52 @@ class Embedder:
         return out
 
 
+def load_tokenizer(path: Path) -> Tokenizer:
+    """A fresh MiniLM tokenizer with no padding (we pad per batch)."""
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:
+        raise ModelUnavailableError(
+            f"Could not read the tokenizer {path}: {exc}",
+            hint="Reinstall the model packages or fix embedding_model_dir in config.toml.",
+        ) from exc
+    tokenizer.no_padding()
+    return tokenizer
+
+
+class TokenCounter:
+    """Counts tokens with the model's own tokenizer, without loading onnxruntime."""
+
+    def __init__(self, model_dir: Path | None = None) -> None:
+        self._tokenizer = load_tokenizer(locate_model(model_dir).tokenizer)
+        self._tokenizer.no_truncation()
+        self._lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        """Tokens in `text`, without the [CLS]/[SEP] the model adds around every input."""
+        with self._lock:
+            return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        with self._lock:
+            encs = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [len(e.ids) for e in encs]
+
+
+_counters: dict[str, TokenCounter] = {}
+
+
+def get_token_counter(model_dir: Path | None = None) -> TokenCounter:
+    key = str(model_dir or "")
+    with _shared_lock:
+        if key not in _counters:
+            _counters[key] = TokenCounter(model_dir)
+        return _counters[key]
+
+
 _shared: dict[str, Embedder] = {}
-_shared_lock = threading.Lock()
 
 
 def get_embedder(model_dir: Path | None = None) -> Embedder:
