@@ -76,7 +76,13 @@ class DrawerStore:
                 ) from exc
         self.palace_path.mkdir(parents=True, exist_ok=True)
         try:
-            return chromadb.PersistentClient(path=str(self.palace_path), settings=settings)
+            try:
+                return chromadb.PersistentClient(path=str(self.palace_path), settings=settings)
+            except ValueError as exc:
+                if "already exists" not in str(exc):
+                    raise
+                # Another client in this process opened the folder with other settings: share it.
+                return chromadb.PersistentClient(path=str(self.palace_path))
         except Exception as exc:
             raise PalaceCorruptError(
                 f"The drawer store in {self.palace_path} can't be opened: {exc}",

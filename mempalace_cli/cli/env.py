@@ -77,7 +77,7 @@ def report_error(exc: errors.MemPalaceError, as_json: bool) -> int:
     if as_json:
         print_json({"error": {"message": exc.message, "hint": exc.hint, "kind": exc.kind}})
     else:
-        err = Console(stderr=True)
+        err = Console(stderr=True, soft_wrap=True)
         err.print(f"[bold red]Error:[/] {exc.message}", highlight=False)
         if exc.hint:
             err.print(f"[dim]Hint:[/] {exc.hint}", highlight=False)

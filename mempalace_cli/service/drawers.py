@@ -20,6 +20,13 @@ CANDIDATES = 50
 SEARCH_MODES = ("hybrid", "vector", "lexical")
 
 
+def _cosine(a: Any, b: Any) -> float:
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    return float(a @ b / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12))
+
+
 def _similarity(distance: float) -> float:
     return round(1.0 - distance, 3)
 
@@ -103,7 +110,7 @@ class DrawerOps(PalaceCore):
         if missing:
             got = self.store.get(missing, include=["embeddings"])
             for drawer_id, emb in zip(got["ids"], got["embeddings"], strict=True):
-                distances[drawer_id] = 1.0 - float(sum(a * b for a, b in zip(query_vec, emb)))
+                distances[drawer_id] = 1.0 - _cosine(query_vec, emb)
 
         results = []
         lexical_ids = {i for i, _ in lexical_hits}
