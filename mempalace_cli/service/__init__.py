@@ -8,11 +8,14 @@ results. Areas live in their own modules and are mixed in here.
 from __future__ import annotations
 
 from mempalace_cli.config import Settings, resolve_settings
+from mempalace_cli.service.diary import DiaryOps
 from mempalace_cli.service.drawers import DrawerOps
+from mempalace_cli.service.knowledge import KnowledgeOps
 from mempalace_cli.service.mining import MiningOps
+from mempalace_cli.service.navigation import NavigationOps
 
 
-class Palace(MiningOps, DrawerOps):
+class Palace(MiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps):
     """One palace: every operation the tool offers."""
 
 

@@ -1,0 +1,166 @@
+"""The palace graph: rooms as nodes, wings as the corridors between them.
+
+Two rooms of one wing are neighbours; a room name filed in two or more wings is a tunnel that
+joins those wings. The graph is built from (wing, room, drawer count) triples only, which the
+catalogue answers with one GROUP BY, so no drawer text is ever fetched.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+EXPORT_FORMATS = ("mermaid", "dot")
+
+
+@dataclass
+class RoomNode:
+    name: str
+    wings: dict[str, int] = field(default_factory=dict)  # wing -> drawers of this room there
+
+    @property
+    def drawers(self) -> int:
+        return sum(self.wings.values())
+
+    @property
+    def is_tunnel(self) -> bool:
+        return len(self.wings) > 1
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "room": self.name,
+            "wings": sorted(self.wings),
+            "drawers": self.drawers,
+            "drawers_by_wing": dict(sorted(self.wings.items())),
+        }
+
+
+class PalaceGraph:
+    def __init__(self, counts: Iterable[tuple[str, str, int]]) -> None:
+        self.rooms: dict[str, RoomNode] = {}
+        self.wings: dict[str, dict[str, int]] = {}  # wing -> room -> drawers
+        for wing, room, n in counts:
+            if not room:
+                continue
+            self.rooms.setdefault(room, RoomNode(room)).wings[wing] = n
+            self.wings.setdefault(wing, {})[room] = n
+
+    # -- lookups ------------------------------------------------------------------------------
+    def suggestions(self, name: str, limit: int = 5) -> list[str]:
+        """Room names close to `name`: near spellings first, then names containing it."""
+        key = name.strip().lower()
+        close = difflib.get_close_matches(key, list(self.rooms), n=limit, cutoff=0.5)
+        containing = sorted(r for r in self.rooms if key and (key in r or r in key))
+        return list(dict.fromkeys(close + containing))[:limit]
+
+    def tunnels(self, wing_a: str | None = None, wing_b: str | None = None) -> list[RoomNode]:
+        """Rooms in two or more wings (including both given wings), most drawers first."""
+        found = [
+            node
+            for node in self.rooms.values()
+            if node.is_tunnel
+            and (wing_a is None or wing_a in node.wings)
+            and (wing_b is None or wing_b in node.wings)
+        ]
+        return sorted(found, key=lambda n: (-n.drawers, n.name))
+
+    def edge_count(self) -> int:
+        """Tunnel links: one per pair of wings a shared room joins."""
+        return sum(len(n.wings) * (len(n.wings) - 1) // 2 for n in self.rooms.values())
+
+    # -- traversal ----------------------------------------------------------------------------
+    def traverse(self, start: str, max_hops: int) -> list[dict[str, Any]]:
+        """Breadth-first from `start`: each hop moves to the other rooms of a wing the current
+        room is in, so a tunnel room carries the walk into every wing it belongs to."""
+        origin = self.rooms[start]
+        results = [{**origin.summary(), "hop": 0, "via": None}]
+        seen = {start}
+        expanded_wings: set[str] = set()
+        frontier = deque([start])
+        for hop in range(1, max_hops + 1):
+            next_frontier: deque[str] = deque()
+            for room in frontier:
+                for wing in sorted(self.rooms[room].wings):
+                    if wing in expanded_wings:
+                        continue  # every room of this wing is already seen
+                    expanded_wings.add(wing)
+                    for other in sorted(self.wings[wing]):
+                        if other in seen:
+                            continue
+                        seen.add(other)
+                        node = self.rooms[other]
+                        via = {"from": room, "wing": wing, "tunnel": node.is_tunnel}
+                        results.append({**node.summary(), "hop": hop, "via": via})
+                        next_frontier.append(other)
+            frontier = next_frontier
+            if not frontier:
+                break
+        return results
+
+    # -- summary ------------------------------------------------------------------------------
+    def stats(self, top: int = 10) -> dict[str, Any]:
+        tunnels = self.tunnels()
+        return {
+            "rooms": len(self.rooms),
+            "wings": len(self.wings),
+            "drawers": sum(n.drawers for n in self.rooms.values()),
+            "tunnels": len(tunnels),
+            "edges": self.edge_count(),
+            "rooms_per_wing": {w: len(rooms) for w, rooms in sorted(self.wings.items())},
+            "top_tunnels": [n.summary() for n in tunnels[:top]],
+        }
+
+    # -- export -------------------------------------------------------------------------------
+    def to_mermaid(self) -> str:
+        """A Mermaid flowchart: wings as boxes, rooms as rounded nodes, tunnels highlighted."""
+        wing_ids = {w: f"w{i}" for i, w in enumerate(sorted(self.wings))}
+        room_ids = {r: f"r{i}" for i, r in enumerate(sorted(self.rooms))}
+        lines = ["flowchart LR"]
+        for wing, wid in wing_ids.items():
+            lines.append(f'    {wid}["{_mermaid_text(wing)}"]:::wing')
+        for room, rid in room_ids.items():
+            node = self.rooms[room]
+            style = ":::tunnel" if node.is_tunnel else ""
+            lines.append(f'    {rid}("{_mermaid_text(room)} ({node.drawers})"){style}')
+        for wing, rooms in sorted(self.wings.items()):
+            for room, n in sorted(rooms.items()):
+                lines.append(f"    {wing_ids[wing]} -- {n} --> {room_ids[room]}")
+        lines.append("    classDef wing fill:#e8f0fe,stroke:#4a6fa5")
+        lines.append("    classDef tunnel fill:#fff4d6,stroke:#c58b00,stroke-width:2px")
+        return "\n".join(lines) + "\n"
+
+    def to_dot(self) -> str:
+        """A Graphviz DOT graph (`dot -Tsvg palace.dot -o palace.svg`)."""
+        lines = ["graph palace {", "    rankdir=LR;", '    node [fontname="Helvetica"];']
+        for wing in sorted(self.wings):
+            lines.append(
+                f"    {_dot_id('wing:' + wing)} [label={_dot_id(wing)}, shape=box, "
+                'style=filled, fillcolor="#e8f0fe"];'
+            )
+        for room in sorted(self.rooms):
+            node = self.rooms[room]
+            fill = ', style=filled, fillcolor="#fff4d6"' if node.is_tunnel else ""
+            label = _dot_id(room)[:-1] + f'\\n{node.drawers} drawers"'  # two-line label
+            lines.append(f"    {_dot_id('room:' + room)} [label={label}, shape=ellipse{fill}];")
+        for wing, rooms in sorted(self.wings.items()):
+            for room, n in sorted(rooms.items()):
+                lines.append(
+                    f'    {_dot_id("wing:" + wing)} -- {_dot_id("room:" + room)} [label="{n}"];'
+                )
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def export(self, fmt: str) -> str:
+        return self.to_mermaid() if fmt == "mermaid" else self.to_dot()
+
+
+def _mermaid_text(text: str) -> str:
+    return text.replace('"', "#quot;")
+
+
+def _dot_id(text: str) -> str:
+    """A quoted DOT identifier."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

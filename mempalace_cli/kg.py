@@ -1,0 +1,406 @@
+"""The temporal knowledge graph: entities and facts with a validity interval, in SQLite.
+
+One file, `knowledge_graph.sqlite3`, inside the palace directory. A fact (triple) is
+`subject --predicate--> object`, valid on `[valid_from, valid_to)`: `valid_to` is the first
+moment the fact no longer holds, so on a switch-over date exactly one of the old and the new
+fact answers. A missing `valid_from` means "since always", a missing `valid_to` "still true".
+Facts are never deleted: invalidating sets `valid_to`, so history keeps answering.
+
+Dates are stored as normalised ISO strings (`YYYY-MM-DD`, or `YYYY-MM-DDTHH:MM:SS[.ffffff]`
+in UTC when an offset was given), which compare correctly as text.
+
+This module imports only the standard library: the `kg` commands never load Chroma or the model.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from mempalace_cli.errors import InvalidInputError, NotFoundError, PalaceCorruptError
+
+KG_FILE = "knowledge_graph.sqlite3"
+DIRECTIONS = ("outgoing", "incoming", "both")
+# Upper end of a whole day, so a date-only `as_of` sees facts that start during that day.
+_END_OF_DAY = "T23:59:59.999999"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entities (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    type TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS triples (
+    id TEXT PRIMARY KEY,
+    subject TEXT NOT NULL REFERENCES entities(id),
+    predicate TEXT NOT NULL,
+    object TEXT NOT NULL REFERENCES entities(id),
+    valid_from TEXT,
+    valid_to TEXT,
+    confidence REAL NOT NULL DEFAULT 1.0,
+    source_drawer_id TEXT,
+    source_file TEXT,
+    recorded_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS triples_subject ON triples (subject);
+CREATE INDEX IF NOT EXISTS triples_object ON triples (object);
+CREATE INDEX IF NOT EXISTS triples_predicate ON triples (predicate);
+CREATE INDEX IF NOT EXISTS triples_validity ON triples (valid_from, valid_to);
+"""
+
+_DATE_SHAPE = re.compile(
+    r"^\d{4}-\d{2}-\d{2}"  # the date
+    r"([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$"  # an optional time
+)
+_FACT_COLUMNS = (
+    "t.id, t.subject, t.predicate, t.object, t.valid_from, t.valid_to, t.confidence, "
+    "t.source_drawer_id, t.source_file, t.recorded_at, s.name, o.name"
+)
+
+
+# -- normalisation -----------------------------------------------------------------------------
+def entity_id(name: str) -> str:
+    """The key an entity is matched by: case-insensitive, whitespace collapsed."""
+    return re.sub(r"\s+", "_", name.strip().casefold())
+
+
+def normalize_predicate(predicate: str) -> str:
+    return re.sub(r"\s+", "_", predicate.strip().lower())
+
+
+def parse_date(value: str | date | None, field: str = "date") -> str | None:
+    """Normalise a `YYYY-MM-DD` or ISO datetime; anything else is an InvalidInputError."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return _format_datetime(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    text = str(value).strip()
+    if not text:
+        return None
+    bad = InvalidInputError(
+        f"{field} {value!r} is not a date.",
+        hint="Use YYYY-MM-DD (2026-03-12) or an ISO datetime (2026-03-12T09:30:00).",
+    )
+    if not _DATE_SHAPE.match(text):
+        raise bad
+    try:
+        if len(text) == 10:
+            return date.fromisoformat(text).isoformat()
+        return _format_datetime(datetime.fromisoformat(text))
+    except ValueError:
+        raise bad from None
+
+
+def _format_datetime(value: datetime) -> str:
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.isoformat()
+
+
+def today() -> str:
+    return date.today().isoformat()
+
+
+def now_stamp() -> str:
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
+
+
+def _window(as_of: str) -> tuple[str, str]:
+    """The [low, high] instants `as_of` covers: a whole day for a date, one instant otherwise."""
+    return (as_of, as_of + _END_OF_DAY) if len(as_of) == 10 else (as_of, as_of)
+
+
+def is_current(valid_to: str | None, now: str | None = None) -> bool:
+    """Still true: no end, or an end in the future."""
+    return valid_to is None or valid_to > (now or now_stamp())
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    subject_id: str
+    predicate: str
+    object_id: str
+    valid_from: str | None
+    valid_to: str | None
+    confidence: float
+    source_drawer_id: str | None
+    source_file: str | None
+    recorded_at: str
+    subject: str
+    object: str
+
+    def to_dict(self, entity: str | None = None, now: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if entity is not None:
+            out["direction"] = "outgoing" if self.subject_id == entity else "incoming"
+        out.update(
+            triple_id=self.id,
+            subject=self.subject,
+            predicate=self.predicate,
+            object=self.object,
+            valid_from=self.valid_from,
+            valid_to=self.valid_to,
+            confidence=self.confidence,
+            source=self.source_file or self.source_drawer_id,
+            source_drawer_id=self.source_drawer_id,
+            source_file=self.source_file,
+            recorded_at=self.recorded_at,
+            current=is_current(self.valid_to, now),
+        )
+        return out
+
+
+class KnowledgeGraph:
+    """The graph file of one palace. Callers hold the palace lock around writes; a thread lock
+    keeps threads of one process (the MCP server) from interleaving on the shared connection."""
+
+    def __init__(self, palace_path: Path) -> None:
+        self.path = palace_path / KG_FILE
+        self._conn: sqlite3.Connection | None = None
+        self._mutex = threading.RLock()
+
+    # -- connection -----------------------------------------------------------------------
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+                conn.commit()
+            except sqlite3.DatabaseError as exc:
+                raise PalaceCorruptError(
+                    f"The knowledge graph {self.path} can't be read: {exc}.",
+                    hint=f"Move it aside (mv {self.path} {self.path}.bad) to start an empty "
+                    "graph, or restore it from a backup.",
+                ) from exc
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._mutex:
+            conn = self.conn
+            with conn:
+                yield conn
+
+    def _facts(self, where: str, params: list[Any], order: str = "") -> list[Fact]:
+        sql = (
+            f"SELECT {_FACT_COLUMNS} FROM triples t JOIN entities s ON s.id = t.subject "
+            f"JOIN entities o ON o.id = t.object WHERE {where} {order}"
+        )
+        with self._mutex:
+            return [Fact(*row) for row in self.conn.execute(sql, params)]
+
+    # -- writes ---------------------------------------------------------------------------
+    def _upsert_entity(self, conn: sqlite3.Connection, name: str, kind: str | None) -> str:
+        eid = entity_id(name)
+        conn.execute(
+            "INSERT INTO entities(id, name, type, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET type = COALESCE(entities.type, excluded.type)",
+            (eid, name.strip(), kind, now_stamp()),
+        )
+        return eid
+
+    def add(
+        self,
+        subject: str,
+        predicate: str,
+        obj: str,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+        confidence: float = 1.0,
+        source_drawer_id: str | None = None,
+        source_file: str | None = None,
+        subject_type: str | None = None,
+        object_type: str | None = None,
+    ) -> tuple[Fact, bool]:
+        """Record a fact; returns (fact, created). A fact identical to a stored one (same
+        subject, predicate, object and interval, or restated without dates while open) is not
+        stored twice."""
+        for label, value in (("subject", subject), ("predicate", predicate), ("object", obj)):
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInputError(
+                    f"The {label} is empty.",
+                    hint="A fact needs a subject, a predicate and an object.",
+                )
+        start = parse_date(valid_from, "valid_from")
+        end = parse_date(valid_to, "valid_to")
+        if start is not None and end is not None and _window(end)[0] <= _window(start)[0]:
+            raise InvalidInputError(
+                f"valid_to {end} is not after valid_from {start}.",
+                hint="valid_to is the first date the fact no longer holds; it must come after "
+                "valid_from.",
+            )
+        if not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
+            raise InvalidInputError(f"confidence must be between 0 and 1, not {confidence!r}.")
+        pred = normalize_predicate(predicate)
+        with self._transaction() as conn:
+            sid = self._upsert_entity(conn, subject, subject_type)
+            oid = self._upsert_entity(conn, obj, object_type)
+            same = (
+                "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
+                "((t.valid_from IS ? AND t.valid_to IS ?)"
+            )
+            params: list[Any] = [sid, pred, oid, start, end]
+            if start is None and end is None:
+                same += " OR t.valid_to IS NULL"
+            existing = self._facts(same + ")", params, "ORDER BY t.recorded_at LIMIT 1")
+            if existing:
+                return existing[0], False
+            tid = "t_" + uuid.uuid4().hex[:20]
+            conn.execute(
+                "INSERT INTO triples(id, subject, predicate, object, valid_from, valid_to, "
+                "confidence, source_drawer_id, source_file, recorded_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    tid,
+                    sid,
+                    pred,
+                    oid,
+                    start,
+                    end,
+                    float(confidence),
+                    source_drawer_id,
+                    source_file,
+                    now_stamp(),
+                ),
+            )
+        return self._facts("t.id = ?", [tid])[0], True
+
+    def invalidate(
+        self, subject: str, predicate: str, obj: str, ended: str | None = None
+    ) -> tuple[list[Fact], str]:
+        """End every fact S P O still valid at `ended` (default today). Returns the facts it
+        ended and the end date; raises NotFoundError when there is none."""
+        end = parse_date(ended, "ended") or today()
+        sid, pred, oid = entity_id(subject), normalize_predicate(predicate), entity_id(obj)
+        with self._transaction() as conn:
+            open_facts = self._facts(
+                "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
+                "(t.valid_to IS NULL OR t.valid_to > ?)",
+                [sid, pred, oid, end],
+            )
+            if not open_facts:
+                known = self._facts(
+                    "t.subject = ? AND t.predicate = ? AND t.object = ?", [sid, pred, oid]
+                )
+                if known:
+                    ends = ", ".join(sorted({f.valid_to or "-" for f in known}))
+                    hint = f"That fact already ended ({ends}); nothing to change."
+                else:
+                    hint = (
+                        f"Check the spelling with: mempalace kg query {subject!r} "
+                        "(predicates are lower case with underscores)."
+                    )
+                raise NotFoundError(
+                    f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was invalidated.",
+                    hint=hint,
+                )
+            for fact in open_facts:
+                if fact.valid_from is not None and _window(end)[0] <= fact.valid_from:
+                    raise InvalidInputError(
+                        f"ended {end} is not after the fact's valid_from {fact.valid_from}.",
+                        hint="Pass --ended with a date after the fact started.",
+                    )
+            conn.executemany(
+                "UPDATE triples SET valid_to = ? WHERE id = ?", [(end, f.id) for f in open_facts]
+            )
+        marks = ",".join("?" * len(open_facts))
+        return self._facts(f"t.id IN ({marks})", [f.id for f in open_facts]), end
+
+    # -- reads ----------------------------------------------------------------------------
+    def has_entity(self, name: str) -> bool:
+        with self._mutex:
+            row = self.conn.execute("SELECT 1 FROM entities WHERE id = ?", (entity_id(name),))
+            return row.fetchone() is not None
+
+    def display_name(self, name: str) -> str:
+        with self._mutex:
+            row = self.conn.execute(
+                "SELECT name FROM entities WHERE id = ?", (entity_id(name),)
+            ).fetchone()
+        return row[0] if row else name.strip()
+
+    def entity_names(self) -> list[str]:
+        with self._mutex:
+            return [r[0] for r in self.conn.execute("SELECT name FROM entities ORDER BY id")]
+
+    def query(self, entity: str, as_of: str | None = None, direction: str = "both") -> list[Fact]:
+        if direction not in DIRECTIONS:
+            raise InvalidInputError(
+                f"Unknown direction {direction!r}.", hint=f"Use one of: {', '.join(DIRECTIONS)}."
+            )
+        eid = entity_id(entity)
+        sides = {
+            "outgoing": "t.subject = ?",
+            "incoming": "t.object = ?",
+            "both": "(t.subject = ? OR t.object = ?)",
+        }[direction]
+        params: list[Any] = [eid] * sides.count("?")
+        where = sides
+        when = parse_date(as_of, "as_of")
+        if when is not None:
+            low, high = _window(when)
+            where += (
+                " AND (t.valid_from IS NULL OR t.valid_from <= ?)"
+                " AND (t.valid_to IS NULL OR t.valid_to > ?)"
+            )
+            params += [high, low]
+        return self._facts(
+            where, params, "ORDER BY t.valid_from IS NOT NULL, t.valid_from, t.recorded_at, t.id"
+        )
+
+    def timeline(self, entity: str | None = None, limit: int | None = None) -> list[Fact]:
+        """Facts in chronological order: by start (undated first), then when they were learned."""
+        where, params = "1", []
+        if entity is not None:
+            eid = entity_id(entity)
+            where, params = "(t.subject = ? OR t.object = ?)", [eid, eid]
+        order = "ORDER BY t.valid_from IS NOT NULL, t.valid_from, t.recorded_at, t.id"
+        if limit is not None:
+            order += f" LIMIT {int(limit)}"
+        return self._facts(where, params, order)
+
+    def stats(self) -> dict[str, Any]:
+        now = now_stamp()
+        with self._mutex:
+            conn = self.conn
+            entities = conn.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
+            triples, expired = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(valid_to IS NOT NULL AND valid_to <= ?), 0) "
+                "FROM triples",
+                (now,),
+            ).fetchone()
+            predicates = dict(
+                conn.execute(
+                    "SELECT predicate, COUNT(*) FROM triples GROUP BY predicate "
+                    "ORDER BY COUNT(*) DESC, predicate"
+                ).fetchall()
+            )
+        return {
+            "entities": entities,
+            "triples": triples,
+            "current_facts": triples - expired,
+            "expired_facts": expired,
+            "predicates": predicates,
+        }

@@ -1,0 +1,129 @@
+"""The temporal knowledge graph as service calls: add, query, invalidate, timeline, stats.
+
+Nothing here touches the drawer store or the model, so the `kg` commands start fast. A palace
+with no drawers still has a knowledge graph; `kg_add` creates the palace folder when there is
+none, and the read calls report NoPalaceError until something was written.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import cached_property
+from typing import Any
+
+from mempalace_cli.errors import NoPalaceError
+from mempalace_cli.kg import KG_FILE, KnowledgeGraph, entity_id, now_stamp, parse_date
+from mempalace_cli.service.core import PalaceCore
+
+KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
+
+
+class KnowledgeOps(PalaceCore):
+    @cached_property
+    def kg(self) -> KnowledgeGraph:
+        return KnowledgeGraph(self.path)
+
+    def close(self) -> None:
+        if "kg" in self.__dict__:
+            self.kg.close()
+        super().close()
+
+    def _kg_for_reading(self) -> KnowledgeGraph:
+        if not self.path.is_dir():
+            raise NoPalaceError(str(self.path), hint=KG_HINT)
+        return self.kg
+
+    # -- writes -----------------------------------------------------------------------------
+    def kg_add(
+        self,
+        subject: str,
+        predicate: str,
+        obj: str,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+        confidence: float = 1.0,
+        source_drawer_id: str | None = None,
+        source_file: str | None = None,
+        subject_type: str | None = None,
+        object_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Record `subject predicate object`, valid from `valid_from` until (not including)
+        `valid_to`. Restating a stored fact returns its id with created=False."""
+        with self.lock.hold():
+            if not self.catalog.exists:
+                _ = self.catalog.conn  # the palace exists from now on, as `status` sees it
+            fact, created = self.kg.add(
+                subject,
+                predicate,
+                obj,
+                valid_from,
+                valid_to,
+                confidence,
+                source_drawer_id,
+                source_file,
+                subject_type,
+                object_type,
+            )
+        return {
+            "triple_id": fact.id,
+            "created": created,
+            "subject": fact.subject,
+            "predicate": fact.predicate,
+            "object": fact.object,
+            "valid_from": fact.valid_from,
+            "valid_to": fact.valid_to,
+            "confidence": fact.confidence,
+        }
+
+    def kg_invalidate(
+        self, subject: str, predicate: str, obj: str, ended: str | None = None
+    ) -> dict[str, Any]:
+        """Mark a fact as no longer true from `ended` (default today). Never deletes."""
+        kg = self._kg_for_reading()
+        with self.lock.hold():
+            facts, end = kg.invalidate(subject, predicate, obj, ended)
+        return {
+            "invalidated": len(facts),
+            "ended": end,
+            "subject": facts[0].subject,
+            "predicate": facts[0].predicate,
+            "object": facts[0].object,
+            "facts": [f.to_dict() for f in facts],
+        }
+
+    # -- reads ------------------------------------------------------------------------------
+    def kg_query(
+        self, entity: str, as_of: str | None = None, direction: str = "both"
+    ) -> dict[str, Any]:
+        """Facts about `entity`; with `as_of`, exactly those valid on that date or instant."""
+        kg = self._kg_for_reading()
+        when = parse_date(as_of, "as_of")
+        facts = kg.query(entity, when, direction)
+        eid, now = entity_id(entity), now_stamp()
+        result: dict[str, Any] = {
+            "entity": kg.display_name(entity),
+            "as_of": when,
+            "direction": direction,
+            "facts": [f.to_dict(eid, now) for f in facts],
+            "count": len(facts),
+        }
+        if not kg.has_entity(entity):
+            names = kg.entity_names()
+            folded = {n.casefold(): n for n in names}
+            close = difflib.get_close_matches(entity.casefold(), list(folded), n=5, cutoff=0.6)
+            result["suggestions"] = [folded[c] for c in close]
+        return result
+
+    def kg_timeline(self, entity: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Facts in chronological order (all of them, or those about `entity`)."""
+        kg = self._kg_for_reading()
+        facts = kg.timeline(entity, limit)
+        eid, now = (entity_id(entity) if entity else None), now_stamp()
+        return {
+            "entity": kg.display_name(entity) if entity else None,
+            "facts": [f.to_dict(eid, now) for f in facts],
+            "count": len(facts),
+        }
+
+    def kg_stats(self) -> dict[str, Any]:
+        return {**self._kg_for_reading().stats(), "path": str(self.path / KG_FILE)}
