@@ -143,7 +143,8 @@ class PalaceGraph:
         for room in sorted(self.rooms):
             node = self.rooms[room]
             fill = ', style=filled, fillcolor="#fff4d6"' if node.is_tunnel else ""
-            label = _dot_id(room)[:-1] + f'\\n{node.drawers} drawers"'  # two-line label
+            unit = "drawer" if node.drawers == 1 else "drawers"
+            label = _dot_id(room)[:-1] + f'\\n{node.drawers} {unit}"'  # two-line label
             lines.append(f"    {_dot_id('room:' + room)} [label={label}, shape=ellipse{fill}];")
         for wing, rooms in sorted(self.wings.items()):
             for room, n in sorted(rooms.items()):

@@ -1,0 +1,77 @@
+"""`mempalace diary`: an agent's private diary across sessions."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.markup import escape
+
+from mempalace_cli.cli.env import get_env, print_json
+
+JSON_HELP = "Print one JSON document on stdout instead of text."
+
+diary_app = typer.Typer(
+    help="An agent's diary: entries are drawers in wing_<agent> / diary, searchable too.",
+    no_args_is_help=True,
+)
+
+
+@diary_app.command("write")
+def write(
+    ctx: typer.Context,
+    agent: str = typer.Argument(..., help="Whose diary, e.g. claude."),
+    text: str = typer.Argument(..., help="The entry; - reads it from standard input."),
+    topic: str = typer.Option(None, "--topic", "-t", help="A topic (default: general)."),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Add an entry to AGENT's diary."""
+    env = get_env(ctx)
+    content = sys.stdin.read().rstrip("\n") if text == "-" else text
+    result = env.palace().diary_write(agent, content, topic=topic)
+    if json_output:
+        print_json(result)
+        return
+    env.out.print(
+        f"Wrote to {escape(result['agent'])}'s diary ({result['wing']} / diary, topic "
+        f"{escape(result['topic'])}) at {result['timestamp']}.",
+        highlight=False,
+    )
+
+
+@diary_app.command("read")
+def read(
+    ctx: typer.Context,
+    agent: str = typer.Argument(..., help="Whose diary."),
+    last: int = typer.Option(10, "--last", "-n", min=1, max=1000, help="How many entries."),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Show AGENT's latest diary entries, newest first."""
+    env = get_env(ctx)
+    result = env.palace().diary_read(agent, last=last)
+    if json_output:
+        print_json(result)
+        return
+    if not result["entries"]:
+        env.out.print(
+            f"{result['agent']}'s diary is empty. Write with: mempalace diary write "
+            f"{result['agent']} TEXT",
+            highlight=False,
+        )
+        return
+    shown = len(result["entries"])
+    env.out.print(
+        f"[bold]{escape(result['agent'])}[/]'s diary: {shown} of {result['total']} entries, "
+        "newest first",
+        highlight=False,
+    )
+    for entry in result["entries"]:
+        env.out.print(
+            f"\n[cyan]{entry['timestamp']}[/]  [dim]{escape(entry['topic'] or '')}[/]",
+            highlight=False,
+        )
+        env.out.print(escape(entry["content"]), highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(diary_app, name="diary")

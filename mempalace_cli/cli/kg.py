@@ -1,0 +1,196 @@
+"""`mempalace kg`: the temporal knowledge graph (add, query, invalidate, timeline, stats)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from mempalace_cli.cli.env import Env, get_env, print_json
+
+JSON_HELP = "Print one JSON document on stdout instead of tables."
+DATE_HELP = "YYYY-MM-DD or an ISO datetime."
+
+kg_app = typer.Typer(
+    help="Facts with a history: who owns what, since when, and until when.",
+    no_args_is_help=True,
+)
+
+
+def _interval(fact: dict[str, Any]) -> str:
+    start, end = fact.get("valid_from"), fact.get("valid_to")
+    if not start and not end:
+        return "always"
+    return f"{start or '…'} → {end or 'now'}"
+
+
+def _facts_table(title: str, facts: list[dict[str, Any]], with_direction: bool) -> Table:
+    table = Table(title=title, title_justify="left", pad_edge=False, box=None)
+    if with_direction:
+        table.add_column("dir", no_wrap=True)
+    for name in ("subject", "predicate", "object", "valid", "conf", "now"):
+        table.add_column(name, no_wrap=name != "object")
+    for fact in facts:
+        row = [
+            escape(fact["subject"]),
+            fact["predicate"],
+            escape(fact["object"]),
+            _interval(fact),
+            f"{fact['confidence']:g}",
+            "[green]yes[/]" if fact["current"] else "[dim]no[/]",
+        ]
+        if with_direction:
+            row.insert(0, "→" if fact.get("direction") == "outgoing" else "←")
+        table.add_row(*row)
+    return table
+
+
+@kg_app.command("add")
+def add(
+    ctx: typer.Context,
+    subject: str = typer.Argument(..., help="Who or what the fact is about, e.g. MyProject."),
+    predicate: str = typer.Argument(..., help='The relation, e.g. "uses" or "owned by".'),
+    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end, e.g. Clerk."),
+    valid_from: str = typer.Option(None, "--valid-from", "--from", help="True from. " + DATE_HELP),
+    valid_to: str = typer.Option(
+        None, "--valid-to", "--to", help="True until (first date it no longer holds)."
+    ),
+    confidence: float = typer.Option(1.0, "--confidence", min=0.0, max=1.0, help="0 to 1."),
+    source_drawer: str = typer.Option(None, "--source-drawer", help="Drawer id it came from."),
+    source_file: str = typer.Option(None, "--source-file", help="File it came from."),
+    subject_type: str = typer.Option(None, "--subject-type", help="e.g. project, person."),
+    object_type: str = typer.Option(None, "--object-type", help="e.g. service, person."),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Record the fact SUBJECT PREDICATE OBJECT (creates the palace folder if needed)."""
+    env = get_env(ctx)
+    result = env.palace().kg_add(
+        subject,
+        predicate,
+        obj,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        confidence=confidence,
+        source_drawer_id=source_drawer,
+        source_file=source_file,
+        subject_type=subject_type,
+        object_type=object_type,
+    )
+    if json_output:
+        print_json(result)
+        return
+    verb = "Recorded" if result["created"] else "Already known"
+    env.out.print(
+        f"{verb}: [bold]{escape(result['subject'])}[/] {result['predicate']} "
+        f"[bold]{escape(result['object'])}[/]"
+        f"  ({_interval(result)})  id {result['triple_id']}",
+        highlight=False,
+    )
+
+
+@kg_app.command("query")
+def query(
+    ctx: typer.Context,
+    entity: str = typer.Argument(..., help="The entity (case doesn't matter)."),
+    as_of: str = typer.Option(None, "--as-of", help="Only facts true on this date. " + DATE_HELP),
+    direction: str = typer.Option(
+        "both", "--direction", "-d", help="outgoing (ENTITY is the subject), incoming, or both."
+    ),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Show the facts about ENTITY, optionally as they stood on a date."""
+    env = get_env(ctx)
+    result = env.palace().kg_query(entity, as_of=as_of, direction=direction)
+    if json_output:
+        print_json(result)
+        return
+    when = f" as of {result['as_of']}" if result["as_of"] else ""
+    if not result["facts"]:
+        env.out.print(f"No facts about {result['entity']!r}{when}.", highlight=False)
+        if result.get("suggestions"):
+            env.out.print(f"Did you mean: {', '.join(result['suggestions'])}?", highlight=False)
+        elif "suggestions" in result:
+            env.out.print("Add one with: mempalace kg add SUBJECT PREDICATE OBJECT")
+        return
+    title = f"{escape(result['entity'])}{when}: {result['count']} fact(s)"
+    env.out.print(_facts_table(title, result["facts"], with_direction=True))
+
+
+@kg_app.command("invalidate")
+def invalidate(
+    ctx: typer.Context,
+    subject: str = typer.Argument(...),
+    predicate: str = typer.Argument(...),
+    obj: str = typer.Argument(..., metavar="OBJECT"),
+    ended: str = typer.Option(
+        None, "--ended", help="First date the fact no longer holds (default today). " + DATE_HELP
+    ),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Mark SUBJECT PREDICATE OBJECT as no longer true. History keeps it."""
+    env = get_env(ctx)
+    result = env.palace().kg_invalidate(subject, predicate, obj, ended=ended)
+    if json_output:
+        print_json(result)
+        return
+    env.out.print(
+        f"Ended [bold]{escape(result['subject'])}[/] {result['predicate']} "
+        f"[bold]{escape(result['object'])}[/] "
+        f"on {result['ended']} ({result['invalidated']} fact(s)); it stays in the history.",
+        highlight=False,
+    )
+
+
+@kg_app.command("timeline")
+def timeline(
+    ctx: typer.Context,
+    entity: str = typer.Argument(None, help="Only facts about this entity (default: all)."),
+    limit: int = typer.Option(None, "--limit", min=1, help="At most this many facts."),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Show facts in chronological order of when they became true."""
+    env = get_env(ctx)
+    result = env.palace().kg_timeline(entity, limit=limit)
+    if json_output:
+        print_json(result)
+        return
+    if not result["facts"]:
+        about = f" about {result['entity']!r}" if entity else ""
+        env.out.print(f"No facts{about} yet. Add one with: mempalace kg add S P O")
+        return
+    about = f" of {escape(result['entity'])}" if entity else ""
+    title = f"Timeline{about}: {result['count']} fact(s)"
+    env.out.print(_facts_table(title, result["facts"], with_direction=False))
+
+
+@kg_app.command("stats")
+def stats(
+    ctx: typer.Context,
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Count entities, facts (current and expired) and predicates."""
+    env = get_env(ctx)
+    result = env.palace().kg_stats()
+    if json_output:
+        print_json(result)
+        return
+    render_stats(env, result)
+
+
+def render_stats(env: Env, result: dict[str, Any]) -> None:
+    env.out.print(
+        f"{result['entities']} entities, {result['triples']} facts "
+        f"({result['current_facts']} current, {result['expired_facts']} expired)",
+        highlight=False,
+    )
+    if result["predicates"]:
+        table = Table("predicate", "facts", box=None, pad_edge=False)
+        for name, n in result["predicates"].items():
+            table.add_row(name, str(n))
+        env.out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(kg_app, name="kg")

@@ -1,0 +1,153 @@
+"""`mempalace traverse`: walk the palace graph from a room; `--tunnels`, `--stats` and
+`--export` show the rest of the graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from mempalace_cli import errors
+from mempalace_cli.cli.env import EXIT_STATUS, Env, get_env, print_json
+
+JSON_HELP = "Print one JSON document on stdout instead of a tree or tables."
+
+
+def traverse(
+    ctx: typer.Context,
+    room: str = typer.Argument(None, help="The room to start from (see --stats for rooms)."),
+    max_hops: int = typer.Option(2, "--max-hops", min=1, max=10, help="How far to walk."),
+    tunnels: bool = typer.Option(False, "--tunnels", help="List rooms shared by several wings."),
+    wing_a: str = typer.Option(None, "--wing-a", help="With --tunnels: only tunnels of wing A."),
+    wing_b: str = typer.Option(None, "--wing-b", help="With --tunnels: ...and of wing B."),
+    stats: bool = typer.Option(False, "--stats", help="Rooms, tunnels and edges of the graph."),
+    export: str = typer.Option(
+        None, "--export", metavar="FORMAT", help="Print the graph as mermaid or dot."
+    ),
+    output: Path = typer.Option(None, "--output", "-o", help="With --export: write to a file."),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Walk the palace graph from ROOM; show tunnels between wings, stats, or export it.
+
+    Rooms of one wing are one hop apart; a room that several wings share is a tunnel between
+    them, so the walk crosses into every wing it belongs to.
+    """
+    env = get_env(ctx)
+    palace = env.palace()
+    if export:
+        text = palace.export_graph(export)
+        if output:
+            output.write_text(text, encoding="utf-8")
+        if json_output:
+            print_json({"format": export, "text": text, "output": str(output) if output else None})
+        elif output:
+            env.out.print(f"Wrote the {export} graph to {output}", highlight=False)
+        else:
+            typer.echo(text, nl=False)
+        return
+    if stats:
+        result = palace.graph_stats()
+        if json_output:
+            print_json(result)
+        else:
+            render_stats(env, result)
+        return
+    if tunnels or wing_a or wing_b:
+        result = palace.find_tunnels(wing_a, wing_b)
+        if json_output:
+            print_json(result)
+        else:
+            render_tunnels(env, result)
+        return
+    if not room:
+        raise errors.InvalidInputError(
+            "Name a room to start from, or pass --tunnels, --stats or --export.",
+            hint="List the rooms with: mempalace traverse --stats",
+        )
+    result = palace.traverse(room, max_hops=max_hops)
+    if json_output:
+        print_json(result)
+    elif result["found"]:
+        render_walk(env, result)
+    else:
+        env.err.print(f"[bold red]Not found:[/] {escape(result['message'])}", highlight=False)
+        if result["suggestions"]:
+            env.err.print(
+                f"[dim]Hint:[/] try: mempalace traverse {result['suggestions'][0]}",
+                highlight=False,
+            )
+    if not result["found"]:
+        raise typer.Exit(EXIT_STATUS[errors.NotFoundError])
+
+
+def _drawers(n: int) -> str:
+    return f"{n} drawer" if n == 1 else f"{n} drawers"
+
+
+def _label(item: dict[str, Any]) -> str:
+    tunnel = "  [yellow]tunnel[/]" if len(item["wings"]) > 1 else ""
+    return (
+        f"[bold]{escape(item['room'])}[/]  {_drawers(item['drawers'])}  "
+        f"[cyan]{escape(', '.join(item['wings']))}[/]{tunnel}"
+    )
+
+
+def render_walk(env: Env, result: dict[str, Any]) -> None:
+    items = result["results"]
+    tree = Tree(_label(items[0]) + "  [dim](start)[/]")
+    nodes = {items[0]["room"]: tree}
+    for item in items[1:]:
+        via = item["via"]
+        parent = nodes[via["from"]]
+        nodes[item["room"]] = parent.add(
+            f"{_label(item)}  [dim]hop {item['hop']} via {escape(via['wing'])}[/]"
+        )
+    env.out.print(tree, highlight=False)
+    env.out.print(
+        f"{result['count'] - 1} room(s) within {result['max_hops']} hop(s).", highlight=False
+    )
+
+
+def render_tunnels(env: Env, result: dict[str, Any]) -> None:
+    between = " and ".join(w for w in (result["wing_a"], result["wing_b"]) if w)
+    if not result["tunnels"]:
+        scope = f" touching {between}" if between else ""
+        env.out.print(f"No rooms{scope} are shared by two or more wings.", highlight=False)
+        return
+    title = f"Tunnels{' of ' + between if between else ''}: {result['count']}"
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    table.add_column("room", no_wrap=True)
+    table.add_column("drawers", justify="right")
+    table.add_column("wings (drawers)")
+    for t in result["tunnels"]:
+        per_wing = ", ".join(f"{w} ({n})" for w, n in t["drawers_by_wing"].items())
+        table.add_row(escape(t["room"]), str(t["drawers"]), escape(per_wing))
+    env.out.print(table)
+
+
+def render_stats(env: Env, result: dict[str, Any]) -> None:
+    env.out.print(
+        f"{result['rooms']} rooms in {result['wings']} wings ({result['drawers']} drawers), "
+        f"{result['tunnels']} tunnels, {result['edges']} tunnel edges",
+        highlight=False,
+    )
+    if result["rooms_per_wing"]:
+        table = Table("wing", "rooms", box=None, pad_edge=False)
+        for wing, n in result["rooms_per_wing"].items():
+            table.add_row(escape(wing), str(n))
+        env.out.print(table)
+    if result["top_tunnels"]:
+        env.out.print("Top tunnels:")
+        for t in result["top_tunnels"]:
+            env.out.print(
+                f"  {escape(t['room'])}  {_drawers(t['drawers'])}  {escape(', '.join(t['wings']))}",
+                highlight=False,
+            )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(traverse)
