@@ -37,11 +37,17 @@ def search(
     mode: str = typer.Option(
         "hybrid", "--mode", help="Ranking: hybrid (default), vector or lexical."
     ),
+    aaak: bool = typer.Option(
+        False, "--aaak", help="Show each result as a one-line AAAK summary (lossy)."
+    ),
     json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Find the drawers that best answer QUERY (lexical + semantic ranking)."""
     env = get_env(ctx)
     result = env.palace().search(query, wing=wing, room=room, limit=n, mode=mode)
+    if aaak:
+        for item in result["results"]:
+            item["aaak"] = env.palace().aaak_encode(item["text"], **item["metadata"])
     if json_output:
         for item in result["results"]:
             item.pop("metadata", None)
@@ -71,7 +77,7 @@ def render_results(env: Env, result: dict[str, Any]) -> None:
             "-" if sim is None else f"{sim:.3f}",
             f"{item['wing']} / {item['room']}",
             source_label(item),
-            snippet(item["text"]),
+            item["aaak"] if "aaak" in item else snippet(item["text"]),
         )
     env.out.print(table)
 

@@ -1,0 +1,50 @@
+"""`mempalace wake-up`: what an agent loads at the start of a session."""
+
+from __future__ import annotations
+
+import typer
+
+from mempalace_cli.cli.env import get_env, print_json
+
+JSON_HELP = "Print one JSON document on stdout: the text and each layer with its token count."
+
+
+def wake_up(
+    ctx: typer.Context,
+    wing: str = typer.Option(None, "--wing", help="Only this wing's story (exact name)."),
+    budget: int = typer.Option(
+        800, "--budget", metavar="TOKENS", help="Token budget, counted with the model's tokenizer."
+    ),
+    aaak_spec: bool = typer.Option(
+        False, "--aaak-spec", help="Print the AAAK summary notation instead."
+    ),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Print identity (L0), the essential story (L1) and the memory protocol, within a budget.
+
+    Pipe it into an agent's system prompt. Reads only the palace catalogue: fast, offline.
+    """
+    env = get_env(ctx)
+    palace = env.palace()
+    if aaak_spec:
+        spec = palace.aaak_spec()
+        if json_output:
+            print_json({"aaak_spec": spec})
+        else:
+            typer.echo(spec)
+        return
+    result = palace.wake_up(wing=wing, budget=budget)
+    if json_output:
+        print_json(result)
+        return
+    typer.echo(result["text"])
+    if env.err.is_terminal:
+        parts = ", ".join(f"{layer['name']} {layer['tokens']}" for layer in result["layers"])
+        env.err.print(
+            f"[dim]{result['total_tokens']} of {result['budget']} tokens ({parts})[/]",
+            highlight=False,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="wake-up")(wake_up)

@@ -1,0 +1,71 @@
+"""Wake-up, the memory protocol and AAAK: what an agent reads to learn the palace.
+
+Wake-up reads drawers from the catalogue only (SQLite), so it needs neither chromadb nor the
+embedding model, and it never writes: a missing palace still yields identity and protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mempalace_cli import aaak, layers
+from mempalace_cli.embedder import get_token_counter
+from mempalace_cli.errors import INIT_HINT, InvalidInputError
+from mempalace_cli.protocol import PROTOCOL
+from mempalace_cli.service.core import PalaceCore
+
+
+class WakeUpOps(PalaceCore):
+    def protocol(self) -> str:
+        """The rules an agent follows with this palace."""
+        return PROTOCOL
+
+    def aaak_spec(self) -> str:
+        """The AAAK notation, generated from the encoder."""
+        return aaak.spec()
+
+    def aaak_encode(self, text: str, **meta: Any) -> str:
+        """One AAAK summary line for `text`; `meta` may give wing, room, source_file and
+        importance (other keys are ignored)."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("There is no text to summarise.", hint="Pass some text.")
+        return aaak.encode(text, meta)
+
+    def wake_up(
+        self, wing: str | None = None, budget: int = layers.DEFAULT_BUDGET
+    ) -> dict[str, Any]:
+        """L0 identity + L1 essential story + the protocol, in at most `budget` tokens of the
+        embedding model's tokenizer. Same palace, same output."""
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise InvalidInputError(f"The budget must be a whole number of tokens, not {budget!r}.")
+        if not layers.MIN_BUDGET <= budget <= layers.MAX_BUDGET:
+            raise InvalidInputError(
+                f"The budget must be {layers.MIN_BUDGET} to {layers.MAX_BUDGET} tokens, "
+                f"not {budget}.",
+                hint=f"The default, {layers.DEFAULT_BUDGET}, fits identity, story and protocol.",
+            )
+        counter = get_token_counter(self.settings.embedding_model_dir)
+        identity_path = self.settings.identity_path
+        identity = layers.read_identity(identity_path)
+        entries, note = self._story_entries(wing)
+        return layers.assemble(identity, identity_path, entries, note, counter.count, budget)
+
+    def _story_entries(self, wing: str | None) -> tuple[list[layers.StoryEntry] | None, str | None]:
+        """Ranked L1 candidates, or a note saying why there are none."""
+        if not self.catalog.exists:  # opening it would create it: check first
+            if self.store.has_local_data() or self.settings.chroma_url:
+                return None, (
+                    f"The palace at {self.store.location} is not indexed yet. "
+                    "Run `mempalace status` once, then wake up again."
+                )
+            return None, f"No palace at {self.path} yet. {INIT_HINT}"
+        entries = layers.rank_drawers(self.catalog.iter_drawers(wing=wing))
+        if entries:
+            return entries, None
+        if wing is not None:
+            known = sorted({w for w, _r, _n in self.catalog.counts_by_wing_room()})
+            listed = ", ".join(known) if known else "none yet"
+            return None, (
+                f"No drawers in wing {wing!r}. Wings: {listed} (exact names: mempalace status)."
+            )
+        return None, None
