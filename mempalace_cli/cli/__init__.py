@@ -78,10 +78,11 @@ def root(
 
 
 def _register() -> None:
-    from mempalace_cli.cli import mining, search
+    from mempalace_cli.cli import mining, search, wakeup
 
     mining.register(app)
     search.register(app)
+    wakeup.register(app)
 
 
 _register()

@@ -13,9 +13,10 @@ from mempalace_cli.service.drawers import DrawerOps
 from mempalace_cli.service.knowledge import KnowledgeOps
 from mempalace_cli.service.mining import MiningOps
 from mempalace_cli.service.navigation import NavigationOps
+from mempalace_cli.service.wakeup import WakeUpOps
 
 
-class Palace(MiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps):
+class Palace(MiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps, WakeUpOps):
     """One palace: every operation the tool offers."""
 
 
