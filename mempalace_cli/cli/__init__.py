@@ -78,11 +78,15 @@ def root(
 
 
 def _register() -> None:
-    from mempalace_cli.cli import mining, search, wakeup
+    from mempalace_cli.cli import diary, kg, mining, search, serve, traverse, wakeup
 
     mining.register(app)
     search.register(app)
+    serve.register(app)
     wakeup.register(app)
+    kg.register(app)
+    diary.register(app)
+    traverse.register(app)
 
 
 _register()

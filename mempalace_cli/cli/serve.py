@@ -1,0 +1,50 @@
+"""`mempalace serve-mcp`: the palace's MCP server for AI agents."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import typer
+
+from mempalace_cli.cli.env import get_env
+
+
+class Transport(str, Enum):
+    stdio = "stdio"
+    http = "http"
+
+
+def serve_mcp(
+    ctx: typer.Context,
+    transport: Transport = typer.Option(
+        Transport.stdio,
+        "--transport",
+        help="stdio: a client starts this command and talks over stdin/stdout. "
+        "http: streamable HTTP at http://HOST:PORT/mcp.",
+    ),
+    host: str = typer.Option(
+        "127.0.0.1",
+        "--host",
+        help="HTTP only: address to listen on. Anything but loopback requires --token.",
+    ),
+    port: int = typer.Option(8765, "--port", min=1, max=65535, help="HTTP only: port."),
+    token: str = typer.Option(
+        None,
+        "--token",
+        envvar="MEMPALACE_MCP_TOKEN",
+        show_envvar=True,
+        help="HTTP only: require 'Authorization: Bearer TOKEN' on every request.",
+    ),
+) -> None:
+    """Serve the palace to AI agents over MCP (the Model Context Protocol)."""
+    from mempalace_cli import mcp_server
+
+    palace = get_env(ctx).palace()
+    if transport is Transport.stdio:
+        mcp_server.serve_stdio(palace)
+    else:
+        mcp_server.serve_http(palace, host=host, port=port, token=token)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve-mcp")(serve_mcp)

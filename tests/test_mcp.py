@@ -1,0 +1,285 @@
+"""`mempalace serve-mcp` driven by the MCP SDK's own client, over stdio and streamable HTTP.
+
+One server subprocess per transport (the module fixture is parametrised, so pytest runs every
+test against the stdio server, then every test against the HTTP server), each on its own small
+mined palace.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mempalace_cli.cli import app
+from mempalace_cli.embedder import Embedder
+from mempalace_cli.mcp_tools import MCP_TOOL_NAMES, READ_TOOLS
+from mempalace_cli.service import open_palace
+from tests.test_mcp_support import McpSession, http_session, stdio_session
+
+NOTES = Path(__file__).resolve().parent.parent / "examples" / "notes"
+# Two wings sharing the room "decisions", so the palace graph has a tunnel.
+FIXTURE = {
+    "atlas": [
+        "decisions/0001-postgres-for-metadata.md",
+        "decisions/0002-minio-object-storage.md",
+        "project/architecture.md",
+        "project/release-checklist.md",
+    ],
+    "bramble": ["decisions/0007-pricing-tiers.md", "people/maya-okafor.md"],
+}
+DIARY_TEXT = "Reviewed the storage decision; MinIO stays. Next: benchmark restores."
+NEW_TEXT = "The staging cluster is rebuilt every Sunday night at 02:00 UTC by the infra cron job."
+
+
+def mine_fixture(base: Path) -> Path:
+    palace = base / "palace"
+    for wing, files in FIXTURE.items():
+        for rel in files:
+            dest = base / wing / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(NOTES / rel, dest)
+        result = CliRunner().invoke(app, ["--palace", str(palace), "mine", str(base / wing)])
+        assert result.exit_code == 0, result.stdout + result.stderr
+    return palace
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def mcp(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
+) -> Iterator[McpSession]:
+    base = tmp_path_factory.mktemp(f"mcp-{request.param}")
+    palace = mine_fixture(base)
+    home = base / "home"
+    home.mkdir()
+    start = stdio_session if request.param == "stdio" else http_session
+    with start(palace, home, base / "server.log") as session:
+        yield session
+
+
+def test_initialize_returns_the_protocol_as_instructions(mcp: McpSession) -> None:
+    expected = open_palace(str(mcp.palace)).protocol()
+    assert mcp.instructions == expected
+    assert "mempalace_search" in expected
+
+
+def test_tools_list_has_every_tool_with_described_fields(mcp: McpSession) -> None:
+    tools = {t.name: t for t in mcp.list_tools()}
+    assert set(tools) == set(MCP_TOOL_NAMES)
+    for tool in tools.values():
+        assert tool.description, tool.name
+        assert tool.input_schema["type"] == "object"
+        for field, spec in tool.input_schema.get("properties", {}).items():
+            assert spec.get("description"), f"{tool.name}.{field} has no description"
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (
+            tool.name in READ_TOOLS
+            or tool.name
+            in (
+                "mempalace_kg_query",
+                "mempalace_kg_timeline",
+                "mempalace_kg_stats",
+                "mempalace_traverse",
+                "mempalace_find_tunnels",
+                "mempalace_graph_stats",
+                "mempalace_diary_read",
+                "mempalace_wake_up",
+            )
+        )
+    assert tools["mempalace_delete_drawer"].annotations.destructive_hint is True
+    assert tools["mempalace_add_drawer"].annotations.destructive_hint is False
+    search = tools["mempalace_search"].input_schema
+    assert search["required"] == ["query"]
+    assert "exact match" in search["properties"]["wing"]["description"]
+    assert tools["mempalace_kg_add"].input_schema["required"] == ["subject", "predicate", "object"]
+
+
+def test_status_gives_overview_protocol_and_dialect(mcp: McpSession) -> None:
+    status = mcp.ok("mempalace_status")
+    assert set(status) == {
+        "total_drawers",
+        "wings",
+        "rooms",
+        "palace_path",
+        "protocol",
+        "aaak_dialect",
+    }
+    assert status["palace_path"] == str(mcp.palace)
+    assert set(status["wings"]) == {"atlas", "bramble"}
+    assert status["total_drawers"] == sum(status["wings"].values()) > 0
+    assert status["protocol"] == mcp.instructions
+    assert status["aaak_dialect"]
+
+    assert set(mcp.ok("mempalace_list_wings")["wings"]) == {"atlas", "bramble"}
+    rooms = mcp.ok("mempalace_list_rooms", {"wing": "bramble"})["rooms"]
+    assert "decisions" in rooms
+    taxonomy = mcp.ok("mempalace_get_taxonomy")["taxonomy"]
+    assert taxonomy["bramble"] == rooms
+    assert mcp.ok("mempalace_get_aaak_spec")["aaak_spec"] == status["aaak_dialect"]
+
+
+def test_search_returns_verbatim_drawers_and_the_filters(mcp: McpSession) -> None:
+    found = mcp.ok("mempalace_search", {"query": "why did we pick MinIO for object storage"})
+    assert found["query"] == "why did we pick MinIO for object storage"
+    assert found["filters"] == {"wing": None, "room": None}
+    results = found["results"]
+    assert 0 < len(results) <= 5
+    top = results[0]
+    assert set(top) == {"drawer_id", "text", "wing", "room", "source_file", "similarity"}
+    assert top["source_file"].endswith("0002-minio-object-storage.md")
+    assert (
+        top["text"]
+        in (mcp.palace.parent / "atlas/decisions/0002-minio-object-storage.md").read_text()
+    )
+    assert 0 < top["similarity"] <= 1
+
+    only = mcp.ok("mempalace_search", {"query": "pricing", "wing": "bramble", "limit": 2})
+    assert only["filters"] == {"wing": "bramble", "room": None}
+    assert 0 < len(only["results"]) <= 2
+    assert {r["wing"] for r in only["results"]} == {"bramble"}
+    assert mcp.ok("mempalace_search", {"query": "pricing", "wing": "Bramble"})["results"] == []
+    # A search loads chromadb and onnxruntime in the server; nothing they print reached stdout.
+    assert mcp.transport_errors == []
+
+
+def test_add_drawer_rejects_duplicates_then_delete(mcp: McpSession) -> None:
+    added = mcp.ok(
+        "mempalace_add_drawer",
+        {"wing": "atlas", "room": "ops", "content": NEW_TEXT, "added_by": "test-agent"},
+    )
+    assert added["success"] is True
+    drawer_id = added["drawer_id"]
+    assert drawer_id.startswith("drawer_atlas_ops_")
+
+    again = mcp.ok("mempalace_add_drawer", {"wing": "atlas", "room": "ops", "content": NEW_TEXT})
+    assert again["success"] is True and again["drawer_id"] == drawer_id
+
+    near = mcp.ok(
+        "mempalace_add_drawer",
+        {"wing": "bramble", "room": "ops", "content": NEW_TEXT.replace("02:00", "2:00")},
+    )
+    assert near["success"] is False and near["reason"] == "duplicate"
+    assert near["matches"][0]["drawer_id"] == drawer_id
+
+    dup = mcp.ok("mempalace_check_duplicate", {"content": NEW_TEXT})
+    assert dup["is_duplicate"] is True
+    assert dup["matches"][0]["drawer_id"] == drawer_id and dup["matches"][0]["similarity"] >= 0.9
+    stored = open_palace(str(mcp.palace)).get_drawer(drawer_id)
+    assert stored["text"] == NEW_TEXT
+    assert stored["metadata"]["added_by"] == "test-agent" and stored["filed_at"]
+
+    assert mcp.ok("mempalace_delete_drawer", {"drawer_id": drawer_id})["success"] is True
+    assert mcp.ok("mempalace_check_duplicate", {"content": NEW_TEXT})["is_duplicate"] is False
+    message = mcp.error("mempalace_delete_drawer", {"drawer_id": drawer_id})
+    assert "No drawer with id" in message and "drawer_id" in message
+
+
+def test_knowledge_graph_round_trip(mcp: McpSession) -> None:
+    fact = {
+        "subject": "Maya",
+        "predicate": "works_on",
+        "object": "Atlas",
+        "valid_from": "2025-01-01",
+    }
+    added = mcp.ok("mempalace_kg_add", fact)
+    assert added["created"] is True and added["triple_id"]
+    assert mcp.ok("mempalace_kg_add", fact)["created"] is False
+    mcp.ok(
+        "mempalace_kg_add",
+        {
+            "subject": "Maya",
+            "predicate": "lives_in",
+            "object": "Lisbon",
+            "valid_from": "2025-09-01",
+        },
+    )
+
+    now = mcp.ok("mempalace_kg_query", {"entity": "Maya"})
+    assert now["entity"] == "Maya" and now["count"] == 2 and len(now["facts"]) == 2
+    assert {"entity", "as_of", "facts", "count"} <= set(now)
+
+    ended = mcp.ok(
+        "mempalace_kg_invalidate",
+        {"subject": "Maya", "predicate": "works_on", "object": "Atlas", "ended": "2026-01-01"},
+    )
+    assert ended["invalidated"] == 1
+    before = mcp.ok("mempalace_kg_query", {"entity": "Maya", "as_of": "2025-06-01"})
+    assert {f["predicate"] for f in before["facts"]} == {"works_on"}
+    after = mcp.ok("mempalace_kg_query", {"entity": "Maya", "as_of": "2026-06-01"})
+    assert {f["predicate"] for f in after["facts"]} == {"lives_in"}
+    incoming = mcp.ok("mempalace_kg_query", {"entity": "Atlas", "direction": "incoming"})
+    assert incoming["count"] == 1  # invalidated, not deleted
+
+    timeline = mcp.ok("mempalace_kg_timeline", {"entity": "Maya"})
+    assert timeline["count"] == 2
+    stats = mcp.ok("mempalace_kg_stats")
+    assert stats and all(v is not None for v in stats.values())
+
+
+def test_diary_write_then_read(mcp: McpSession) -> None:
+    written = mcp.ok(
+        "mempalace_diary_write", {"agent": "claude", "content": DIARY_TEXT, "topic": "storage"}
+    )
+    assert written
+    read = mcp.ok("mempalace_diary_read", {"agent": "claude", "last": 5})
+    assert DIARY_TEXT in str(read)
+
+
+def test_palace_graph_navigation(mcp: McpSession) -> None:
+    walked = mcp.ok("mempalace_traverse", {"start_room": "decisions", "max_hops": 2})
+    assert walked
+    tunnels = mcp.ok("mempalace_find_tunnels", {"wing_a": "atlas", "wing_b": "bramble"})
+    assert "decisions" in str(tunnels)
+    assert mcp.ok("mempalace_graph_stats")
+
+
+def test_wake_up_fits_its_budget(mcp: McpSession) -> None:
+    woke = mcp.ok("mempalace_wake_up", {"budget": 400})
+    assert woke["text"].strip()
+    assert woke["budget"] == 400 and woke["total_tokens"] <= 400
+
+
+BIG = "x" * 5_000_000
+BAD_CALLS = [
+    ("mempalace_search", {}, ["'query' is required"]),
+    ("mempalace_search", {"query": 42}, ["'query' is invalid", "valid string"]),
+    ("mempalace_search", {"query": "storage", "limit": "many"}, ["'limit'", "integer"]),
+    ("mempalace_search", {"query": "storage", "limit": 0}, ["'limit'", "1"]),
+    ("mempalace_search", {"query": "   "}, ["query is empty"]),
+    ("mempalace_delete_drawer", {"drawer_id": "drawer_nope_nope_0000"}, ["No drawer with id"]),
+    (
+        "mempalace_add_drawer",
+        {"wing": "atlas", "room": "ops", "content": BIG},
+        ["5,000,000 characters", "Split it"],
+    ),
+    ("mempalace_check_duplicate", {"content": BIG}, ["5,000,000 characters"]),
+    ("mempalace_kg_add", {"subject": "Maya", "predicate": "likes"}, ["'object' is required"]),
+    (
+        "mempalace_kg_query",
+        {"entity": "Maya", "as_of": "last tuesday"},
+        ["not a date", "YYYY-MM-DD"],
+    ),
+    ("mempalace_kg_query", {"entity": "Maya", "direction": "sideways"}, ["'direction'"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "says"), BAD_CALLS, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(BAD_CALLS)]
+)
+def test_bad_call_is_a_tool_error_and_the_server_keeps_serving(
+    mcp: McpSession, tool: str, args: dict[str, Any], says: list[str]
+) -> None:
+    message = mcp.error(tool, args)
+    for part in says:
+        assert part in message, message
+    assert "x" * 100 not in message  # the oversized value is never echoed back
+    assert mcp.ok("mempalace_list_wings")["wings"]
+
+
+def test_unknown_tool_is_an_error_too(mcp: McpSession) -> None:
+    assert "mempalace_nope" in mcp.error("mempalace_nope", {})
+    assert mcp.ok("mempalace_list_wings")["wings"]
