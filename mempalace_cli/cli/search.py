@@ -67,17 +67,15 @@ def render_results(env: Env, result: dict[str, Any]) -> None:
     table = Table(title=f"Results for {result['query']!r}", show_lines=True, expand=True)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("sim", justify="right", no_wrap=True)
-    table.add_column("wing / room", no_wrap=True)
-    table.add_column("source", no_wrap=True, overflow="ellipsis", max_width=36)
-    table.add_column("text", ratio=1)
+    table.add_column("where", overflow="fold", max_width=34)
+    table.add_column("text", ratio=1, min_width=30)
     for rank, item in enumerate(result["results"], start=1):
         sim = item["similarity"]
         table.add_row(
             str(rank),
             "-" if sim is None else f"{sim:.3f}",
-            f"{item['wing']} / {item['room']}",
-            source_label(item),
-            item["aaak"] if "aaak" in item else snippet(item["text"]),
+            f"[cyan]{item['wing']}[/] / {item['room']}\n[dim]{source_label(item)}[/]",
+            snippet(item["text"]),
         )
     env.out.print(table)
 

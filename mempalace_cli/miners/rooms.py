@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mempalace_cli.catalog import STOPWORDS
 from mempalace_cli.miners.files import is_skipped_dir
 
 GENERAL = "general"
@@ -28,7 +29,7 @@ class Room:
 
 
 def _name_words(name: str) -> list[str]:
-    return [w for w in _WORD.findall(name.lower()) if len(w) > 2]
+    return [w for w in _WORD.findall(name.lower()) if len(w) > 2 and w not in STOPWORDS]
 
 
 def detect_rooms(root: Path, max_rooms: int = 30) -> list[Room]:
