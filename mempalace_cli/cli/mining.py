@@ -88,7 +88,9 @@ def mine(
     directory: Path = typer.Argument(..., help="The folder to mine."),
     wing: str = typer.Option(None, "--wing", help="Wing to file into (default: from init)."),
     agent: str = typer.Option(None, "--agent", help="Recorded as added_by on each drawer."),
-    mode: str = typer.Option("projects", "--mode", help="What the folder holds: projects."),
+    mode: str = typer.Option(
+        "projects", "--mode", help="What the folder holds: projects (files) or convos (chat logs)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
     limit: int = typer.Option(None, "--limit", min=1, help="Look at no more than N files."),
     json_output: bool = typer.Option(False, "--json", help=JSON_HELP),

@@ -8,6 +8,7 @@ results. Areas live in their own modules and are mixed in here.
 from __future__ import annotations
 
 from mempalace_cli.config import Settings, resolve_settings
+from mempalace_cli.service.convos import ConvoMiningOps
 from mempalace_cli.service.diary import DiaryOps
 from mempalace_cli.service.drawers import DrawerOps
 from mempalace_cli.service.knowledge import KnowledgeOps
@@ -16,7 +17,9 @@ from mempalace_cli.service.navigation import NavigationOps
 from mempalace_cli.service.wakeup import WakeUpOps
 
 
-class Palace(MiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps, WakeUpOps):
+class Palace(
+    MiningOps, ConvoMiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps, WakeUpOps
+):
     """One palace: every operation the tool offers."""
 
 

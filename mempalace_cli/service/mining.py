@@ -28,7 +28,7 @@ from mempalace_cli.service.core import PalaceCore, now_iso
 # "file" {path, drawers}.
 ProgressFn = Callable[[str, dict[str, Any]], None]
 EMBED_GROUP = 256  # chunks embedded and written per lock hold
-MINE_MODES = ("projects",)
+MINE_MODES = ("projects", "convos")
 DEFAULT_AGENT = "mempalace-cli"
 
 
@@ -149,6 +149,11 @@ class MiningOps(PalaceCore):
             )
         if limit is not None and limit < 1:
             raise InvalidInputError(f"--limit must be at least 1, not {limit}.")
+        if mode == "convos":  # chat exports: service/convos.py (ConvoMiningOps)
+            return self.mine_convos(  # type: ignore[attr-defined]
+                directory, wing=wing, agent=agent, dry_run=dry_run, limit=limit,
+                progress=progress,
+            )
         root = _resolve_dir(directory)
         project = load_project_config(root) or ProjectConfig(
             wing=normalize_name(root.name), rooms=detect_rooms(root), exclude=list(DEFAULT_EXCLUDE)
