@@ -1,0 +1,56 @@
+"""The offline embedder: batching must not change a vector, long inputs are truncated like the
+reference model, and embedding_model_dir points at another ONNX MiniLM folder."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mempalace_cli.config import resolve_settings
+from mempalace_cli.embedder import DIMENSION, Embedder, locate_model
+
+
+def test_vectors_are_normalised_and_independent_of_batching(embedder):
+    texts = ["short", "a somewhat longer sentence about databases " * 3, "mid length text here"]
+    together = embedder.embed(texts)
+    alone = np.vstack([embedder.embed([t]) for t in texts])
+    assert together.shape == (3, DIMENSION)
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_semantics_are_sensible(embedder):
+    a, b, c = embedder.embed(
+        ["The cat sat on the mat.", "A kitten is resting on a rug.", "Quarterly tax filing rules"]
+    )
+    assert float(a @ b) > float(a @ c) + 0.2
+
+
+def test_inputs_past_256_tokens_are_truncated(embedder):
+    base = "alpha beta gamma delta " * 100  # ~400 tokens
+    v1, v2 = embedder.embed([base, base + " completely different tail about volcanoes " * 20])
+    assert float(v1 @ v2) > 0.9999
+
+
+def test_embedding_model_dir_points_at_another_folder(tmp_path, embedder, monkeypatch):
+    bundled = locate_model()
+    folder = tmp_path / "onnx"
+    folder.mkdir()
+    (folder / "model.onnx").symlink_to(bundled.model)
+    (folder / "tokenizer.json").symlink_to(bundled.tokenizer)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'embedding_model_dir = "{folder}"\n')
+    settings = resolve_settings(home=home)
+    assert settings.embedding_model_dir == folder
+    other = Embedder(settings.embedding_model_dir)
+    assert other.files.source == str(folder)
+    assert np.allclose(other.embed(["hello"]), embedder.embed(["hello"]), atol=1e-6)
+
+
+def test_a_broken_model_dir_is_a_clear_error(tmp_path):
+    import pytest
+
+    from mempalace_cli.errors import ModelUnavailableError
+
+    with pytest.raises(ModelUnavailableError, match="missing model.onnx, tokenizer.json"):
+        Embedder(tmp_path)
