@@ -15,6 +15,10 @@ JSON_HELP = "Print one JSON document on stdout instead of tables."
 
 
 def source_label(result: dict[str, Any]) -> str:
+    meta = result.get("metadata") or {}
+    if meta.get("ingest_mode") == "convos":  # a chat exchange: its conversation and speakers
+        title = meta.get("conversation_title") or Path(result.get("source_file") or "-").name
+        return f"{title} ({meta['speakers']})" if meta.get("speakers") else str(title)
     source = result.get("source_file") or ""
     label = Path(source).name if source else "-"
     start, end = result.get("line_start"), result.get("line_end")

@@ -48,7 +48,7 @@ def _first_records(text: str, limit: int = 30) -> list[dict[str, Any]] | None:
                 return None
             break
         if not isinstance(value, dict):
-            return None if not records else records
+            return records or None
         records.append(value)
         if len(records) >= limit:
             break

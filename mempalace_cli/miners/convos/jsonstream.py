@@ -75,10 +75,7 @@ class _Buffer:
         before = self.text[:at]
         newlines = before.count("\n")
         line = self.dropped_lines + newlines + 1
-        if newlines:
-            col = at - before.rfind("\n")
-        else:
-            col = self.dropped_tail + at + 1
+        col = at - before.rfind("\n") if newlines else self.dropped_tail + at + 1
         return f"line {line} column {col}"
 
 

@@ -111,10 +111,10 @@ def turns_of(text: str) -> tuple[list[Turn], str]:
             if role == USER and speaker:
                 close()
                 role, speaker, body = ASSISTANT, "assistant", []
-        if not speaker and not title and not "".join(body).strip() and line.strip():
-            if len(line.strip()) <= TITLE_CHARS:
-                title = line.strip().lstrip("#").strip()
-                continue
+        first = not speaker and not title and not "".join(body).strip()
+        if first and line.strip() and len(line.strip()) <= TITLE_CHARS:
+            title = line.strip().lstrip("#").strip()
+            continue
         body.append(line)
     close()
     if not title:

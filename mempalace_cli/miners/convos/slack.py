@@ -3,9 +3,10 @@
 
 Messages are {`user`, `text`, `ts`, `user_profile`?, `subtype`?}. Names come from `users.json`
 (found next to the channel folder), else the message's own `user_profile`, else the user id.
-Consecutive messages by one person form one turn; turns pair up in order (the first opens an
-exchange, the next answers it), so who said what survives. Join/leave notices and other
-channel events are left out; Slack's markup for mentions and links is turned into plain text.
+Consecutive messages by one person form one turn, written "Name: words"; turns pair up in
+order (the first opens an exchange, the next answers it), so who said what survives.
+Join/leave notices and other channel events are left out; Slack's markup for mentions and
+links is turned into plain text.
 """
 
 from __future__ import annotations
@@ -32,7 +33,17 @@ from mempalace_cli.miners.convos.model import (
 FORMAT = "slack"
 # Files at the export root that describe the workspace rather than hold messages.
 INDEX_FILES = frozenset(
-    ["users.json", "channels.json", "groups.json", "dms.json", "mpims.json", "integration_logs.json", "canvases.json", "org_users.json", "huddle_transcripts.json"]
+    {
+        "users.json",
+        "channels.json",
+        "groups.json",
+        "dms.json",
+        "mpims.json",
+        "integration_logs.json",
+        "canvases.json",
+        "org_users.json",
+        "huddle_transcripts.json",
+    }
 )
 _KEEP_SUBTYPES = {None, "thread_broadcast", "bot_message", "me_message", "file_share"}
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|([^>]*))?>")
@@ -133,7 +144,7 @@ def parse(path: Path) -> Iterator[Exchange | Problem]:
         else:
             merged.append([speaker, [text], iso_time(msg.get("ts"))])
     turns = [
-        Turn(USER if n % 2 == 0 else ASSISTANT, speaker, "\n".join(texts), stamp)
+        Turn(USER if n % 2 == 0 else ASSISTANT, speaker, f"{speaker}: " + "\n".join(texts), stamp)
         for n, (speaker, texts, stamp) in enumerate(merged)
     ]
     yield from pair_turns(turns, FORMAT, f"slack:#{channel}", f"#{channel}")
