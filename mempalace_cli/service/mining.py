@@ -195,7 +195,6 @@ class MiningOps(PalaceCore):
     ) -> tuple[list[PendingFile], set[str]]:
         pending: list[PendingFile] = []
         seen: set[str] = set()
-        max_bytes = int(project.max_file_mb * 1_000_000)
         skip = [self.path]  # the palace may live inside the mined folder
         for item in walk(root, project.exclude, skip):
             if isinstance(item, Skipped):
@@ -206,57 +205,71 @@ class MiningOps(PalaceCore):
             assert isinstance(item, Candidate)
             src = str(item.path)
             seen.add(src)
-            try:
-                st = item.path.stat()
-            except OSError as exc:
-                report.files_skipped.append({"file": item.rel, "reason": f"unreadable: {exc}"})
-                continue
-            rec = known.get(src)
-            if rec and rec.wing == wing and rec.size == st.st_size and rec.mtime == st.st_mtime:
-                report.files_unchanged += 1
-                continue
-            content = read_text_file(item.path, max_bytes)
-            if not isinstance(content, FileText):
-                report.files_skipped.append({"file": item.rel, "reason": content})
-                if rec:  # it was mined before and is now unusable: its drawers go
-                    seen.discard(src)
-                continue
-            digest = sha256_file(item.path)
-            if rec and rec.wing == wing and rec.content_hash == digest:
-                report.files_unchanged += 1
-                if not report.dry_run:
-                    with self.catalog.transaction() as conn:
-                        self.catalog.touch_file(conn, src, st.st_size, st.st_mtime)
-                continue
-            room, chunks = plan_file(item.rel, content.text, project.rooms)
-            filed_at = now_iso()
-            rows = [
-                DrawerRow(
-                    id=drawer_id_for(wing, room, src, c.index),
-                    wing=wing,
-                    room=room,
-                    source_file=src,
-                    chunk_index=c.index,
-                    filed_at=filed_at,
-                    text=c.text,
-                    metadata={
-                        "added_by": agent or DEFAULT_AGENT,
-                        "ingest_mode": "projects",
-                        "source_root": str(root),
-                        "source_hash": digest,
-                        "source_mtime": st.st_mtime,
-                        "line_start": c.line_start,
-                        "line_end": c.line_end,
-                        "encoding": content.encoding,
-                    },
-                )
-                for c in chunks
-            ]
-            old_ids = list(rec.drawer_ids) if rec else []
-            pending.append(
-                PendingFile(item.path, item.rel, st.st_size, st.st_mtime, digest, rows, old_ids)
-            )
+            planned = self._plan_candidate(root, item, project, wing, agent, known.get(src), report)
+            if planned is False:  # mined before and now unusable: its drawers go
+                seen.discard(src)
+            elif isinstance(planned, PendingFile):
+                pending.append(planned)
         return pending, seen
+
+    def _plan_candidate(
+        self,
+        root: Path,
+        item: Candidate,
+        project: ProjectConfig,
+        wing: str,
+        agent: str | None,
+        rec: FileRecord | None,
+        report: MineReport,
+    ) -> PendingFile | bool:
+        """One file's drawers to (re)file; True when its stored drawers stand (unchanged, or
+        unreadable now); False when it was mined before and can't be read as text any more."""
+        src = str(item.path)
+        try:
+            st = item.path.stat()
+        except OSError as exc:
+            report.files_skipped.append({"file": item.rel, "reason": f"unreadable: {exc}"})
+            return True
+        if rec and rec.wing == wing and rec.size == st.st_size and rec.mtime == st.st_mtime:
+            report.files_unchanged += 1
+            return True
+        content = read_text_file(item.path, int(project.max_file_mb * 1_000_000))
+        if not isinstance(content, FileText):
+            report.files_skipped.append({"file": item.rel, "reason": content})
+            return rec is None  # mined before and now unusable: False, its drawers go
+        digest = sha256_file(item.path)
+        if rec and rec.wing == wing and rec.content_hash == digest:
+            report.files_unchanged += 1
+            if not report.dry_run:
+                with self.catalog.transaction() as conn:
+                    self.catalog.touch_file(conn, src, st.st_size, st.st_mtime)
+            return True
+        room, chunks = plan_file(item.rel, content.text, project.rooms)
+        filed_at = now_iso()
+        rows = [
+            DrawerRow(
+                id=drawer_id_for(wing, room, src, c.index),
+                wing=wing,
+                room=room,
+                source_file=src,
+                chunk_index=c.index,
+                filed_at=filed_at,
+                text=c.text,
+                metadata={
+                    "added_by": agent or DEFAULT_AGENT,
+                    "ingest_mode": "projects",
+                    "source_root": str(root),
+                    "source_hash": digest,
+                    "source_mtime": st.st_mtime,
+                    "line_start": c.line_start,
+                    "line_end": c.line_end,
+                    "encoding": content.encoding,
+                },
+            )
+            for c in chunks
+        ]
+        old_ids = list(rec.drawer_ids) if rec else []
+        return PendingFile(item.path, item.rel, st.st_size, st.st_mtime, digest, rows, old_ids)
 
     def _write_pending(
         self,
