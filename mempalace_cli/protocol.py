@@ -27,5 +27,6 @@ English-centric.
 8. AAAK lines (LOCATION|ENTITIES|TOPICS|"KEY"|EMOTIONS|FLAGS|STARS) are lossy summaries: \
 quote the drawer text, not the summary. mempalace_get_aaak_spec explains them.
 9. Follow links between rooms and wings with mempalace_traverse and mempalace_find_tunnels.
-From a shell: mempalace status, mempalace search, mempalace wake-up.
+From a shell: mempalace status, mempalace search, mempalace kg query, mempalace kg add, \
+mempalace diary write, mempalace wake-up.
 """
