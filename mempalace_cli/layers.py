@@ -90,12 +90,13 @@ def fit_text(text: str, count: Counter, limit: int) -> str:
 class StoryEntry:
     row: DrawerRow
     stars: int
+    kind: int  # weight of its strongest flag: decision > preference > milestone, people
     signal: int
     recency: float
 
     def sort_key(self) -> tuple[Any, ...]:
         # Newer wins by the day, so files written together are ranked by their signal.
-        return (-self.stars, -(self.recency // 86400), -self.signal, self.row.id)
+        return (-self.stars, -self.kind, -(self.recency // 86400), -self.signal, self.row.id)
 
 
 def _recency(row: DrawerRow) -> float:
@@ -116,7 +117,11 @@ def rank_drawers(rows: Iterable[DrawerRow]) -> list[StoryEntry]:
     for row in rows:
         flags = aaak.find_flags(row.text, row.source_file)
         entry = StoryEntry(
-            row, aaak.importance(row.metadata, flags), aaak.signal(row.text), _recency(row)
+            row,
+            aaak.importance(row.metadata, flags),
+            max((aaak.FLAGS[f][2] for f in flags), default=0),
+            aaak.signal(row.text),
+            _recency(row),
         )
         key = row.source_file or row.id
         if key not in best or entry.sort_key() < best[key].sort_key():

@@ -79,7 +79,7 @@ def render_results(env: Env, result: dict[str, Any]) -> None:
             str(rank),
             "-" if sim is None else f"{sim:.3f}",
             f"[cyan]{item['wing']}[/] / {item['room']}\n[dim]{source_label(item)}[/]",
-            snippet(item["text"]),
+            item["aaak"] if "aaak" in item else snippet(item["text"]),
         )
     env.out.print(table)
 
