@@ -85,11 +85,11 @@ def detect(path: Path) -> Detection:
                 return Detection(codex.FORMAT)
             return Detection(
                 None,
-                "JSON Lines, but not a Claude Code or Codex session "
-                f"(first record has keys {', '.join(sorted(records[0])[:6])})",
+                "not a chat export: JSON whose first record has keys "
+                f"{', '.join(sorted(records[0])[:6])} (not a Claude Code or Codex session)",
             )
         return Detection(
-            None, "a JSON object, not a chat export (exports are JSON arrays or JSON Lines)"
+            None, "not a chat export: a JSON object (exports are JSON arrays or JSON Lines)"
         )
     if start == "[":
         try:
@@ -105,7 +105,7 @@ def detect(path: Path) -> Detection:
         for module in (claude_ai, chatgpt, slack):
             if module.looks_like(first):
                 return Detection(module.FORMAT)
-        return Detection(None, f"a JSON array, but not a chat export ({_describe_keys(first)})")
+        return Detection(None, f"not a chat export: a JSON array, and {_describe_keys(first)}")
     if plain_text.looks_like(head):
         return Detection(plain_text.FORMAT)
     return Detection(
