@@ -7,7 +7,8 @@ write transactions. Waiting is bounded: past the timeout the caller gets a clear
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,32 +20,58 @@ LOCK_FILE = ".mempalace-write.lock"
 
 
 class PalaceLock:
-    def __init__(self, palace_path: Path, timeout: float = 60.0) -> None:
+    """A re-entrant cross-process lock. `on_acquire` runs each time the lock is taken from
+    another process's hands (the outermost acquisition), before the caller writes: the palace
+    uses it to drop Chroma handles that went stale while another process wrote."""
+
+    def __init__(
+        self,
+        palace_path: Path,
+        timeout: float = 60.0,
+        on_acquire: Callable[[], None] | None = None,
+    ) -> None:
         self.path = palace_path / LOCK_FILE
         self.timeout = timeout
+        self.on_acquire = on_acquire
         self._lock: FileLock | None = None
+        self._guard = threading.Lock()
+        # Threads of one process (the MCP server, watch mode) take turns too; the file lock
+        # alone would let them in together, since they share its re-entrancy count.
+        self._threads = threading.RLock()
 
     def _file_lock(self) -> FileLock:
-        if self._lock is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # thread_local=False: threads of one process (the MCP server, watch mode) share the
-            # lock's re-entrancy count; another process still waits.
-            self._lock = FileLock(str(self.path), thread_local=False)
-        return self._lock
+        with self._guard:
+            if self._lock is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock = FileLock(str(self.path), thread_local=False)
+            return self._lock
+
+    @property
+    def held(self) -> bool:
+        return self._lock is not None and self._lock.is_locked
 
     @contextmanager
     def hold(self) -> Iterator[None]:
         lock = self._file_lock()
+        if not self._threads.acquire(timeout=self.timeout):
+            raise self._locked_error()
         try:
             lock.acquire(timeout=self.timeout)
         except Timeout as exc:
-            raise PalaceLockedError(
-                f"Another process has been writing to the palace at {self.path.parent} for over "
-                f"{self.timeout:g} s.",
-                hint="Wait for it to finish (a mine or watch in another terminal?) and try again, "
-                "or raise lock_timeout_seconds in config.toml.",
-            ) from exc
+            self._threads.release()
+            raise self._locked_error() from exc
         try:
+            if lock.lock_counter == 1 and self.on_acquire is not None:
+                self.on_acquire()
             yield
         finally:
             lock.release()
+            self._threads.release()
+
+    def _locked_error(self) -> PalaceLockedError:
+        return PalaceLockedError(
+            f"Another process has been writing to the palace at {self.path.parent} for over "
+            f"{self.timeout:g} s.",
+            hint="Wait for it to finish (a mine or watch in another terminal?) and try again, "
+            "or raise lock_timeout_seconds in config.toml.",
+        )

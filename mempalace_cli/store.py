@@ -33,6 +33,29 @@ def where_filter(wing: str | None, room: str | None) -> dict[str, Any] | None:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def _release_client(client: Any) -> None:
+    """Let go of an embedded client so that the next one opens the folder afresh.
+
+    Chroma shares one "system" per folder among the clients of a process. When only this
+    client uses it, it is closed (freeing its memory and files); when other clients of this
+    process still use it, it is detached from the folder's entry and left to them.
+    """
+    from chromadb.api import ServerAPI
+    from chromadb.api.shared_system_client import SharedSystemClient as Shared
+
+    ident = client._identifier
+    with Shared._refcount_lock:
+        system = Shared._identifier_to_system.get(ident)
+        if system is None or system.instance(ServerAPI) is not client._server:
+            return  # already detached by another client of this process
+        users = Shared._identifier_to_refcount.get(ident, 0)
+        if users > 2:  # the client and its admin client count two
+            Shared._identifier_to_system.pop(ident, None)
+            Shared._identifier_to_refcount.pop(ident, None)
+            return
+    client.close()
+
+
 class DrawerStore:
     def __init__(self, palace_path: Path, chroma_url: str | None = None) -> None:
         self.palace_path = palace_path
@@ -130,32 +153,44 @@ class DrawerStore:
         return col
 
     def _check_compatible(self, col: Any) -> None:
+        """Refuse a collection embedded by another model: mixing vectors of two models makes
+        search return nonsense without any error."""
         meta = col.metadata or {}
         model = meta.get("embedding_model")
         if model and model != MODEL_NAME:
             raise IncompatiblePalaceError(
                 f"The drawers at {self.location} were embedded with {model!r}; this tool embeds "
                 f"with {MODEL_NAME!r}. Mixing models would make search return nonsense.",
-                hint="Use a separate palace (--palace) for this tool.",
+                hint="Use a separate palace (--palace) or another Chroma server for this tool.",
             )
-        dim = meta.get("embedding_dimension")
-        space = meta.get("hnsw:space")
+        # The dimension Chroma recorded from the stored vectors wins over what metadata claims.
+        dim = getattr(getattr(col, "_model", None), "dimension", None) or meta.get(
+            "embedding_dimension"
+        )
+        config = getattr(col, "configuration_json", None) or {}
+        space = meta.get("hnsw:space") or (config.get("hnsw") or {}).get("space")
         if (dim and int(dim) != DIMENSION) or (space and space != "cosine"):
             raise IncompatiblePalaceError(
                 f"The drawers at {self.location} use {dim or '?'}-d vectors in {space or '?'} "
-                f"space; this tool needs {DIMENSION}-d cosine.",
-                hint="Use a separate palace (--palace) for this tool.",
+                f"space; this tool needs {DIMENSION}-d cosine ({MODEL_NAME}).",
+                hint="Use a separate palace (--palace) or another Chroma server for this tool.",
             )
 
     def reset_handle(self) -> None:
-        """Forget cached handles so the next call re-reads what other processes wrote."""
-        self._collection = None
-        if self._client is not None and not self.chroma_url:
-            try:
-                self._client.clear_system_cache()
-            except Exception:
-                pass
-        self._client = None
+        """Forget cached handles so the next call re-reads what other processes wrote.
+
+        Embedded Chroma keeps its vector index in memory: a query in this process does not see
+        vectors another process added (or removed) until the store is reopened, and a write
+        from a stale handle could persist that stale index. Chroma shares one "system" per
+        folder in a process, so the folder's entry is dropped to make the reopen real.
+        """
+        client, self._client, self._collection = self._client, None, None
+        if client is None or self.chroma_url:
+            return
+        try:
+            _release_client(client)
+        except Exception:  # a newer chromadb may differ: fall back to its public reset
+            client.clear_system_cache()
 
     # -- reads ------------------------------------------------------------------------------
     def count(self) -> int:
@@ -177,8 +212,12 @@ class DrawerStore:
         )
         ids = res["ids"][0]
         return [
-            (ids[i], float(res["distances"][0][i]), res["documents"][0][i] or "",
-             dict(res["metadatas"][0][i] or {}))
+            (
+                ids[i],
+                float(res["distances"][0][i]),
+                res["documents"][0][i] or "",
+                dict(res["metadatas"][0][i] or {}),
+            )
             for i in range(len(ids))
         ]
 

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from mempalace_cli.cli.env import Env, get_env, print_json
+from mempalace_cli.errors import InvalidInputError
 
 JSON_HELP = "Print one JSON document on stdout instead of tables."
 
@@ -93,14 +94,30 @@ def mine(
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
     limit: int = typer.Option(None, "--limit", min=1, help="Look at no more than N files."),
+    watch: bool = typer.Option(
+        False, "--watch", help="Then keep the palace in step with DIRECTORY until Ctrl+C."
+    ),
+    poll: bool = typer.Option(
+        False, "--poll", help="With --watch: poll for changes instead of using inotify."
+    ),
     json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """File every text, code and document file of DIRECTORY into the palace.
 
     Incremental: unchanged files are skipped without embedding, changed files are replaced,
-    and the drawers of deleted files are removed.
+    and the drawers of deleted files are removed. With --watch, one line (or, with --json,
+    one JSON line) per batch of changes follows.
     """
     env = get_env(ctx)
+    if poll and not watch:
+        raise InvalidInputError("--poll only applies to --watch.", hint="Add --watch.")
+    if watch:
+        if dry_run or limit:
+            raise InvalidInputError("--watch can't be combined with --dry-run or --limit.")
+        from mempalace_cli.cli.watching import watch_folder
+
+        watch_folder(env, directory, wing, agent, mode, poll, json_output)
+        return
     bar = _MineProgress(env) if env.err.is_terminal and not json_output else None
     try:
         report = env.palace().mine(

@@ -4,6 +4,8 @@ the embedder, each created on first use, plus the two write primitives every pat
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cached_property
@@ -12,7 +14,7 @@ from typing import Any
 from mempalace_cli.catalog import Catalog, DrawerRow, FileRecord
 from mempalace_cli.config import Settings, resolve_settings
 from mempalace_cli.embedder import Embedder, get_embedder
-from mempalace_cli.errors import NoPalaceError
+from mempalace_cli.errors import NoPalaceError, PalaceCorruptError
 from mempalace_cli.locking import PalaceLock
 from mempalace_cli.store import DrawerStore
 
@@ -46,11 +48,26 @@ def meta_from(row: DrawerRow) -> dict[str, Any]:
     return meta
 
 
+# A catalogue meta key set while a drawer write is between Chroma and the catalogue: found set
+# by a later process (the writer was killed), it means "rebuild the catalogue from Chroma".
+WRITE_IN_PROGRESS = "write_in_progress"
+CRASH_ENV = "MEMPALACE_TEST_CRASH_AT"
+
+
+def crashpoint(name: str) -> None:
+    """Test hook: `MEMPALACE_TEST_CRASH_AT=name` kills this process with SIGKILL right here,
+    so the crash-safety tests can stop a write at an exact point, like a power cut would."""
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class PalaceCore:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or resolve_settings()
         self.path = self.settings.palace_path
         self._synced_generation: int | None = None
+        # The catalogue generation the open Chroma handle is known to reflect.
+        self._handle_generation: int | None = None
 
     # -- components, created lazily ---------------------------------------------------------
     @cached_property
@@ -63,7 +80,7 @@ class PalaceCore:
 
     @cached_property
     def lock(self) -> PalaceLock:
-        return PalaceLock(self.path, self.settings.lock_timeout)
+        return PalaceLock(self.path, self.settings.lock_timeout, on_acquire=self.refresh)
 
     @property
     def embedder(self) -> Embedder:
@@ -91,23 +108,65 @@ class PalaceCore:
         _ = self.catalog.conn
         return new
 
+    # -- seeing other processes' writes -----------------------------------------------------
+    def refresh(self) -> bool:
+        """Reopen the embedded Chroma store if another process wrote since we last looked.
+
+        Every write bumps the catalogue's generation. Embedded Chroma keeps its vector index in
+        memory, so a long-lived process (the MCP server, watch mode) would neither find the
+        drawers another process filed nor stop finding the ones it deleted, and writing from
+        that stale index could persist it. Runs before every read (`sync`) and whenever the
+        write lock is taken. A Chroma server needs none of this. True if it reopened.
+        """
+        if self.settings.chroma_url or not self.catalog.exists:
+            return False
+        generation = self.catalog.generation()
+        seen, self._handle_generation = self._handle_generation, generation
+        if "store" not in self.__dict__ or self.store._client is None:
+            return False  # opened later, it will be at least this fresh
+        if seen == generation:
+            return False
+        self.store.reset_handle()
+        return True
+
+    def _wrote(self) -> None:
+        """After our own write (under the lock): the handle and the catalogue are current."""
+        generation = self.catalog.generation()
+        self._handle_generation = self._synced_generation = generation
+
     # -- keeping the catalogue in step with the store ---------------------------------------
     def sync(self) -> int:
-        """Rebuild the catalogue from the store when their drawer counts differ.
+        """Rebuild the catalogue from the store when a writer died half-way or their drawer
+        counts differ (a palace MemPalace wrote, another machine on a Chroma server).
 
         Returns how many drawers were re-indexed (0 when already in step). Cheap when in step:
-        one count on each side.
+        one generation read, or one count on each side.
         """
+        self.refresh()
         generation = self.catalog.generation()
-        if self._synced_generation == generation and not self.settings.chroma_url:
+        dirty = self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
+        if not dirty and self._synced_generation == generation and not self.settings.chroma_url:
             return 0
-        if self.store.count() == self.catalog.count():
+        self._check_store_present()
+        if not dirty and self.store.count() == self.catalog.count():
             self._synced_generation = generation
             return 0
         with self.lock.hold():
-            if self.store.count() == self.catalog.count():
+            # A live writer sets the flag too; holding the lock, a set flag means a dead one.
+            dirty = self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
+            in_store, in_catalog = self.store.count(), self.catalog.count()
+            if not dirty and in_store == in_catalog:
+                self._wrote()
                 return 0
-            rows: list[DrawerRow] = []
+            if in_store == 0 and in_catalog > 0 and not dirty:
+                raise PalaceCorruptError(
+                    f"The drawer store at {self.store.location} is empty, but the palace index "
+                    f"lists {in_catalog} drawers. Nothing was changed.",
+                    hint="Restore the palace folder (or the Chroma server's data) from a backup. "
+                    f"If the drawers were deleted on purpose, move the index aside "
+                    f"(mv {self.catalog.path} {self.catalog.path}.bad) and mine again.",
+                )
+            rows = 0
             with self.catalog.transaction() as conn:
                 self.catalog.clear(conn)
                 for page in self.store.iter_all(("metadatas", "documents")):
@@ -118,44 +177,96 @@ class PalaceCore:
                         )
                     ]
                     self.catalog.upsert_drawers(conn, batch)
-                    rows.extend(batch)
+                    rows += len(batch)
+                self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
                 self.catalog.bump_generation(conn)
-            self._synced_generation = self.catalog.generation()
-            return len(rows)
+            self._wrote()
+            return rows
 
-    # -- the two write primitives (callers hold the lock) -----------------------------------
+    def _check_store_present(self) -> None:
+        """The index lists drawers but the embedded store's files are gone: say so, instead of
+        letting Chroma create an empty store that the next sync would mirror."""
+        if self.settings.chroma_url or self.store.has_local_data():
+            return
+        listed = self.catalog.count()
+        if listed:
+            raise PalaceCorruptError(
+                f"The palace at {self.path} has an index of {listed} drawers but no drawer store "
+                f"(chroma.sqlite3 is missing). Nothing was changed.",
+                hint="Restore the palace folder from a backup. To start over from your files, "
+                f"move the index aside (mv {self.catalog.path} {self.catalog.path}.bad) and "
+                "mine again.",
+            )
+
+    # -- the two write primitives (callers hold the lock around read-then-write) ----------
     def _file_drawers(
         self,
         rows: Sequence[DrawerRow],
         embeddings: Any,
         replace_ids: Sequence[str] = (),
         files: Sequence[FileRecord] = (),
+        forget_files: Sequence[str] = (),
     ) -> None:
         """Store drawers in Chroma, then the catalogue; `replace_ids` are removed first, and
-        `files` (the mining manifest) commit in the same catalogue transaction as their drawers.
+        `files` (the mining manifest; `forget_files` leave it) commit in the same catalogue
+        transaction as their drawers.
 
-        Chroma is written first: a crash in between leaves the catalogue behind, which `sync`
-        or the next mine repairs, never a catalogue row without its drawer.
+        Chroma is written first, under a write-in-progress mark: a crash in between leaves the
+        mark and an old manifest, so the next reader rebuilds the catalogue from Chroma and the
+        next mine redoes the files; never a catalogue row or a manifest entry without drawers.
         """
         new_ids = {r.id for r in rows}
         stale = [i for i in dict.fromkeys(replace_ids) if i not in new_ids]
+        with self.lock.hold():  # re-entrant: callers already hold it around read-then-write
+            self._file_drawers_locked(rows, embeddings, stale, files, forget_files)
+
+    def _file_drawers_locked(
+        self,
+        rows: Sequence[DrawerRow],
+        embeddings: Any,
+        stale: list[str],
+        files: Sequence[FileRecord],
+        forget_files: Sequence[str],
+    ) -> None:
+        self._mark_writing()
+        crashpoint("before_store_write")
         self.store.delete(stale)
         if rows:
             self.store.upsert(
-                [r.id for r in rows], embeddings, [r.text for r in rows], [meta_from(r) for r in rows]
+                [r.id for r in rows],
+                embeddings,
+                [r.text for r in rows],
+                [meta_from(r) for r in rows],
             )
+        crashpoint("after_store_write")
         with self.catalog.transaction() as conn:
             self.catalog.delete_drawers(conn, stale)
             self.catalog.upsert_drawers(conn, rows)
             stamp = now_iso()
-            for rec in files:
-                self.catalog.put_file(conn, rec, stamp)
-            self.catalog.bump_generation(conn)
-
-    def _remove_drawers(self, ids: Sequence[str], forget_files: Sequence[str] = ()) -> None:
-        self.store.delete(list(ids))
-        with self.catalog.transaction() as conn:
-            self.catalog.delete_drawers(conn, list(ids))
             for source_file in forget_files:
                 self.catalog.delete_file(conn, source_file)
+            for rec in files:
+                self.catalog.put_file(conn, rec, stamp)
+            self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+            self.catalog.bump_generation(conn)
+        self._wrote()
+        crashpoint("after_catalog_write")
+
+    def _remove_drawers(self, ids: Sequence[str], forget_files: Sequence[str] = ()) -> None:
+        with self.lock.hold():
+            self._mark_writing()
+            self.store.delete(list(ids))
+            crashpoint("after_store_delete")
+            with self.catalog.transaction() as conn:
+                self.catalog.delete_drawers(conn, list(ids))
+                for source_file in forget_files:
+                    self.catalog.delete_file(conn, source_file)
+                self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+                self.catalog.bump_generation(conn)
+            self._wrote()
+
+    def _mark_writing(self) -> None:
+        with self.catalog.transaction() as conn:
+            self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "1")
+            # Readers in other processes reopen Chroma from here on, even if we die mid-write.
             self.catalog.bump_generation(conn)
