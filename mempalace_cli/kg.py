@@ -350,6 +350,10 @@ class KnowledgeGraph:
             raise InvalidInputError(
                 f"Unknown direction {direction!r}.", hint=f"Use one of: {', '.join(DIRECTIONS)}."
             )
+        if not isinstance(entity, str) or not entity.strip():
+            raise InvalidInputError(
+                "Name the entity to look up.", hint="e.g. mempalace kg query MyProject"
+            )
         eid = entity_id(entity)
         sides = {
             "outgoing": "t.subject = ?",
@@ -373,7 +377,9 @@ class KnowledgeGraph:
     def timeline(self, entity: str | None = None, limit: int | None = None) -> list[Fact]:
         """Facts in chronological order: by start (undated first), then when they were learned."""
         where, params = "1", []
-        if entity is not None:
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise InvalidInputError(f"limit must be a positive number, not {limit!r}.")
+        if entity is not None and entity.strip():
             eid = entity_id(entity)
             where, params = "(t.subject = ? OR t.object = ?)", [eid, eid]
         order = "ORDER BY t.valid_from IS NOT NULL, t.valid_from, t.recorded_at, t.id"

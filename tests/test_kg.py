@@ -190,6 +190,8 @@ def test_bad_direction_and_confidence(kg):
     kg("add", "A", "b", "C")
     assert "outgoing" in kg("query", "A", "--direction", "sideways", expect=2)["error"]["hint"]
     kg("add", "A", "b", "D", "--confidence", "1.5", expect=2)
+    assert kg("query", " ", expect=2)["error"]["message"] == "Name the entity to look up."
+    kg("timeline", "--limit", "0", expect=2)
 
 
 def test_no_palace_and_empty_palace(kg, home, runner):

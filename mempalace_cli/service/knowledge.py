@@ -50,8 +50,10 @@ class KnowledgeOps(PalaceCore):
         """Record `subject predicate object`, valid from `valid_from` until (not including)
         `valid_to`. Restating a stored fact returns its id with created=False."""
         with self.lock.hold():
-            if not self.catalog.exists:
-                _ = self.catalog.conn  # the palace exists from now on, as `status` sees it
+            if not self.catalog.exists and not self.store.has_local_data():
+                # A new palace: from now on `status` and the other commands see it. (A palace
+                # made by MemPalace gets its index from the next command that syncs it.)
+                _ = self.catalog.conn
             fact, created = self.kg.add(
                 subject,
                 predicate,
@@ -117,6 +119,7 @@ class KnowledgeOps(PalaceCore):
     def kg_timeline(self, entity: str | None = None, limit: int | None = None) -> dict[str, Any]:
         """Facts in chronological order (all of them, or those about `entity`)."""
         kg = self._kg_for_reading()
+        entity = entity if entity and entity.strip() else None
         facts = kg.timeline(entity, limit)
         eid, now = (entity_id(entity) if entity else None), now_stamp()
         return {
