@@ -14,8 +14,13 @@ from mempalace_cli.store import where_filter
 MAX_RESULTS = 100
 MAX_DRAWER_CHARS = 100_000
 DUPLICATE_THRESHOLD = 0.9
-# Reciprocal rank fusion: each side contributes 1 / (RRF_K + rank).
+# Weighted reciprocal rank fusion: each side contributes weight / (RRF_K + rank). Chosen on the
+# dev splits (benchmarks/README.md, tune_fusion.py): BM25 is the stronger single ranker there
+# (it reads a whole drawer; MiniLM stops at 256 tokens), so its ranks count double.
+FUSION_METHOD = "rrf"
 RRF_K = 60
+VECTOR_WEIGHT = 1.0
+LEXICAL_WEIGHT = 2.0
 CANDIDATES = 50
 SEARCH_MODES = ("hybrid", "vector", "lexical")
 
@@ -73,8 +78,9 @@ class DrawerOps(PalaceCore):
         limit: int = 5,
         mode: str = "hybrid",
     ) -> dict[str, Any]:
-        """Rank drawers for `query`. `hybrid` fuses BM25 and vector ranks (RRF); `similarity`
-        is always the cosine similarity of the query and the drawer, whatever the ranking."""
+        """Rank drawers for `query`. `hybrid` fuses BM25 and vector ranks (weighted RRF);
+        `similarity` is always the cosine similarity of the query and the drawer, whatever the
+        ranking."""
         if not query or not query.strip():
             raise InvalidInputError("The search query is empty.", hint="Say what to look for.")
         if not 1 <= limit <= MAX_RESULTS:
@@ -87,21 +93,9 @@ class DrawerOps(PalaceCore):
         self.sync()
         filters = {"wing": wing, "room": room}
         depth = max(CANDIDATES, limit * 3)
-        query_vec = self.embedder.embed([query])[0] if mode != "lexical" else None
-
-        vector_hits: list[tuple[str, float, str, dict[str, Any]]] = []
-        if query_vec is not None:
-            vector_hits = self.store.query(query_vec, depth, where_filter(wing, room))
-        lexical_hits = (
-            self.catalog.lexical_search(query, depth, wing, room) if mode != "vector" else []
-        )
-
-        fused: dict[str, float] = {}
-        for rank, hit in enumerate(vector_hits):
-            fused[hit[0]] = fused.get(hit[0], 0.0) + 1.0 / (RRF_K + rank + 1)
-        for rank, (drawer_id, _score) in enumerate(lexical_hits):
-            fused[drawer_id] = fused.get(drawer_id, 0.0) + 1.0 / (RRF_K + rank + 1)
-        top = sorted(fused, key=lambda i: (-fused[i], i))[:limit]
+        query_vec, vector_hits, lexical_hits = self.search_candidates(query, wing, room, depth,
+                                                                      mode)
+        top = fuse([h[0] for h in vector_hits], [i for i, _ in lexical_hits])[:limit]
 
         distances = {h[0]: h[1] for h in vector_hits}
         from_store = {h[0]: (h[2], h[3]) for h in vector_hits}
@@ -143,6 +137,20 @@ class DrawerOps(PalaceCore):
                 }
             )
         return {"query": query, "filters": filters, "mode": mode, "results": results}
+
+    def search_candidates(
+        self, query: str, wing: str | None, room: str | None, depth: int, mode: str = "hybrid"
+    ) -> tuple[Any, list[tuple[str, float, str, dict[str, Any]]], list[tuple[str, float]]]:
+        """Both sides' ranked candidates, unfused: (query vector, vector hits, lexical hits).
+        The benchmarks use this to compare fusion methods on the same candidates."""
+        query_vec = self.embedder.embed([query])[0] if mode != "lexical" else None
+        vector_hits: list[tuple[str, float, str, dict[str, Any]]] = []
+        if query_vec is not None:
+            vector_hits = self.store.query(query_vec, depth, where_filter(wing, room))
+        lexical_hits = (
+            self.catalog.lexical_search(query, depth, wing, room) if mode != "vector" else []
+        )
+        return query_vec, vector_hits, lexical_hits
 
     # -- single drawers ---------------------------------------------------------------------
     def get_drawer(self, drawer_id: str) -> dict[str, Any]:
@@ -215,6 +223,45 @@ class DrawerOps(PalaceCore):
             self._file_drawers([row], vec)
         return {"success": True, "drawer_id": drawer_id, "wing": wing_n, "room": room_n}
 
+    def add_drawers(
+        self, drawers: list[dict[str, Any]], added_by: str = "mcp"
+    ) -> dict[str, Any]:
+        """File many drawers at once: one embedding pass, one lock hold, no duplicate check.
+
+        Each item is {wing, room, content, source_file?, metadata?}. Ids are derived exactly as
+        `add_drawer` derives them, so identical content in the same place is stored once."""
+        rows: dict[str, DrawerRow] = {}
+        ids: list[str] = []
+        stamp = now_iso()
+        for n, item in enumerate(drawers):
+            content, wing, room = item.get("content"), item.get("wing"), item.get("room")
+            try:
+                _check_content(content)  # type: ignore[arg-type]
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"Drawer {n}: {exc.message}", hint=exc.hint) from exc
+            if not wing or not room:
+                raise InvalidInputError(f"Drawer {n} needs both a wing and a room.")
+            wing_n, room_n = normalize_name(wing), normalize_name(room)
+            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()  # type: ignore[union-attr]
+            drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
+            ids.append(drawer_id)
+            meta: dict[str, Any] = dict(item.get("metadata") or {})
+            meta.update(added_by=added_by, content_hash=digest,
+                        ingest_mode=meta.get("ingest_mode", "manual"))
+            rows.setdefault(drawer_id, DrawerRow(drawer_id, wing_n, room_n,
+                                                 item.get("source_file") or "", None, stamp,
+                                                 content, meta))  # type: ignore[arg-type]
+        self.create()
+        self.sync()
+        existing = self.catalog.get(list(rows))
+        new_rows = [r for i, r in rows.items() if i not in existing]
+        if new_rows:
+            vecs = self.embedder.embed([r.text for r in new_rows])
+            with self.lock.hold():
+                self._file_drawers(new_rows, vecs)
+        return {"success": True, "drawer_ids": ids, "added": len(new_rows),
+                "already_stored": len(rows) - len(new_rows)}
+
     def delete_drawer(self, drawer_id: str) -> dict[str, Any]:
         self.require()
         self.sync()
@@ -226,6 +273,21 @@ class DrawerOps(PalaceCore):
         with self.lock.hold():
             self._remove_drawers([drawer_id])
         return {"success": True, "drawer_id": drawer_id}
+
+
+def fusion_params() -> dict[str, Any]:
+    return {"rrf_k": RRF_K, "vector_weight": VECTOR_WEIGHT, "lexical_weight": LEXICAL_WEIGHT,
+            "candidates": CANDIDATES}
+
+
+def fuse(vector_ids: list[str], lexical_ids: list[str]) -> list[str]:
+    """Weighted reciprocal rank fusion of the two rankings (best first); either may be
+    empty. Ties break on the id, so the order is deterministic."""
+    fused: dict[str, float] = {}
+    for ranking, weight in ((vector_ids, VECTOR_WEIGHT), (lexical_ids, LEXICAL_WEIGHT)):
+        for rank, drawer_id in enumerate(ranking):
+            fused[drawer_id] = fused.get(drawer_id, 0.0) + weight / (RRF_K + rank + 1)
+    return sorted(fused, key=lambda i: (-fused[i], i))
 
 
 def _check_content(content: str) -> None:
