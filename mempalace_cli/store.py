@@ -9,14 +9,16 @@ to download a model.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mempalace_cli.config import COLLECTION_NAME
 from mempalace_cli.embedder import DIMENSION, MODEL_NAME
 from mempalace_cli.errors import IncompatiblePalaceError, MemPalaceError, PalaceCorruptError
 
+T = TypeVar("T")
 CHROMA_FILE = "chroma.sqlite3"
 PAGE = 1000
 
@@ -49,11 +51,21 @@ def _release_client(client: Any) -> None:
         if system is None or system.instance(ServerAPI) is not client._server:
             return  # already detached by another client of this process
         users = Shared._identifier_to_refcount.get(ident, 0)
-        if users > 2:  # the client and its admin client count two
+        if users > 2:  # the client and its admin client count two; others use it too
             Shared._identifier_to_system.pop(ident, None)
             Shared._identifier_to_refcount.pop(ident, None)
             return
     client.close()
+
+
+def _detach_folder(ident: str) -> None:
+    """Make the next client for this folder open it afresh, leaving the shared one to the
+    clients of this process that still hold it."""
+    from chromadb.api.shared_system_client import SharedSystemClient as Shared
+
+    with Shared._refcount_lock:
+        Shared._identifier_to_system.pop(ident, None)
+        Shared._identifier_to_refcount.pop(ident, None)
 
 
 class DrawerStore:
@@ -62,6 +74,9 @@ class DrawerStore:
         self.chroma_url = chroma_url
         self._client: Any = None
         self._collection: Any = None
+        self.expected_generation: int | None = None  # see mark_fresh
+        # Taken to retry a read that raced a writer (the palace sets its write lock here).
+        self.retry_guard: Callable[[], AbstractContextManager[Any]] | None = None
 
     @property
     def location(self) -> str:
@@ -116,7 +131,11 @@ class DrawerStore:
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = self._make_client()
+            client = self._make_client()
+            api = client._server if not self.chroma_url else None
+            if api is not None and not hasattr(api, "_mempalace_generation"):
+                api._mempalace_generation = self.expected_generation  # opened fresh just now
+            self._client = client
         return self._client
 
     def collection(self, create: bool = False) -> Any | None:
@@ -176,40 +195,96 @@ class DrawerStore:
                 hint="Use a separate palace (--palace) or another Chroma server for this tool.",
             )
 
+    # -- freshness of the embedded store (see PalaceCore.refresh) ---------------------------
+    def _api(self) -> Any | None:
+        """The in-process Chroma object reads go through: ours, or the one Chroma would hand
+        us for this folder (it shares one per folder in a process). None if there is none."""
+        if self._client is not None:
+            return self._client._server
+        try:
+            from chromadb.api import ServerAPI
+            from chromadb.api.shared_system_client import SharedSystemClient as Shared
+
+            system = Shared._identifier_to_system.get(str(self.palace_path))
+            return None if system is None else system.instance(ServerAPI)
+        except Exception:
+            return None
+
+    def is_stale(self, generation: int) -> bool:
+        """True if this process's view of the embedded store predates `generation`."""
+        if self.chroma_url:
+            return False
+        api = self._api()
+        return api is not None and getattr(api, "_mempalace_generation", None) != generation
+
+    def mark_fresh(self, generation: int) -> None:
+        """Record that this process's view reflects palace generation `generation`."""
+        self.expected_generation = generation
+        api = None if self.chroma_url else self._api()
+        if api is not None:
+            api._mempalace_generation = generation
+
     def reset_handle(self) -> None:
         """Forget cached handles so the next call re-reads what other processes wrote.
 
         Embedded Chroma keeps its vector index in memory: a query in this process does not see
         vectors another process added (or removed) until the store is reopened, and a write
-        from a stale handle could persist that stale index. Chroma shares one "system" per
-        folder in a process, so the folder's entry is dropped to make the reopen real.
+        from a stale handle could persist that stale index.
         """
         client, self._client, self._collection = self._client, None, None
-        if client is None or self.chroma_url:
+        if self.chroma_url:
             return
         try:
-            _release_client(client)
+            if client is not None:
+                _release_client(client)
+            else:
+                _detach_folder(str(self.palace_path))
         except Exception:  # a newer chromadb may differ: fall back to its public reset
-            client.clear_system_cache()
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
 
     # -- reads ------------------------------------------------------------------------------
+    def _read(self, op: Callable[[Any], T], empty: T) -> T:
+        """Run a read on the collection (`empty` when there is none yet).
+
+        Embedded Chroma can fail a read that races a write in another process (an index entry
+        whose row was just deleted: "Error finding id"). Such a read is retried once, from a
+        reopened store, under `retry_guard` (the palace lock: no writer in flight then).
+        """
+        try:
+            col = self.collection()
+            return empty if col is None else op(col)
+        except MemPalaceError:
+            raise
+        except Exception:
+            if self.chroma_url or self.retry_guard is None:
+                raise
+        with self.retry_guard():
+            self.reset_handle()
+            col = self.collection()
+            return empty if col is None else op(col)
+
     def count(self) -> int:
-        col = self.collection()
-        return 0 if col is None else col.count()
+        return self._read(lambda col: col.count(), 0)
 
     def query(
         self, embedding: Sequence[float], n: int, where: dict[str, Any] | None
     ) -> list[tuple[str, float, str, dict[str, Any]]]:
         """[(id, cosine distance, document, metadata)], nearest first."""
-        col = self.collection()
-        if col is None or n <= 0:
+        if n <= 0:
             return []
-        res = col.query(
-            query_embeddings=[list(map(float, embedding))],
-            n_results=n,
-            where=where,
-            include=["documents", "metadatas", "distances"],
+        res = self._read(
+            lambda col: col.query(
+                query_embeddings=[list(map(float, embedding))],
+                n_results=n,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            ),
+            None,
         )
+        if res is None:
+            return []
         ids = res["ids"][0]
         return [
             (
@@ -222,10 +297,10 @@ class DrawerStore:
         ]
 
     def get(self, ids: Sequence[str], include: Sequence[str]) -> dict[str, Any]:
-        col = self.collection()
-        if col is None or not ids:
-            return {"ids": [], **{k: [] for k in include}}
-        return col.get(ids=list(ids), include=list(include))
+        empty: dict[str, Any] = {"ids": [], **{k: [] for k in include}}
+        if not ids:
+            return empty
+        return self._read(lambda col: col.get(ids=list(ids), include=list(include)), empty)
 
     def iter_all(self, include: Sequence[str] = ("metadatas", "documents")) -> Iterator[dict]:
         col = self.collection()

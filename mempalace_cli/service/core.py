@@ -66,13 +66,13 @@ class PalaceCore:
         self.settings = settings or resolve_settings()
         self.path = self.settings.palace_path
         self._synced_generation: int | None = None
-        # The catalogue generation the open Chroma handle is known to reflect.
-        self._handle_generation: int | None = None
 
     # -- components, created lazily ---------------------------------------------------------
     @cached_property
     def store(self) -> DrawerStore:
-        return DrawerStore(self.path, self.settings.chroma_url)
+        store = DrawerStore(self.path, self.settings.chroma_url)
+        store.retry_guard = self.lock.hold
+        return store
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -121,18 +121,18 @@ class PalaceCore:
         if self.settings.chroma_url or not self.catalog.exists:
             return False
         generation = self.catalog.generation()
-        seen, self._handle_generation = self._handle_generation, generation
-        if "store" not in self.__dict__ or self.store._client is None:
-            return False  # opened later, it will be at least this fresh
-        if seen == generation:
-            return False
-        self.store.reset_handle()
-        return True
+        stale = self.store.is_stale(generation)
+        if stale:
+            self.store.reset_handle()
+        self.store.mark_fresh(generation)
+        return stale
 
     def _wrote(self) -> None:
         """After our own write (under the lock): the handle and the catalogue are current."""
         generation = self.catalog.generation()
-        self._handle_generation = self._synced_generation = generation
+        self._synced_generation = generation
+        if not self.settings.chroma_url:
+            self.store.mark_fresh(generation)
 
     # -- keeping the catalogue in step with the store ---------------------------------------
     def sync(self) -> int:
