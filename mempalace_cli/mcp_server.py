@@ -12,6 +12,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import os
 import socket
 import sys
 import threading
@@ -144,9 +145,8 @@ def explain_validation(tool: str, error: ValidationError, schema: dict[str, Any]
     )
 
 
-def build_server(palace: Palace, warm: bool = False) -> MCPServer:
-    """An MCPServer exposing exactly MCP_TOOL_NAMES over `palace`; `warm` starts loading
-    chromadb and the model in the background."""
+def build_server(palace: Palace) -> MCPServer:
+    """An MCPServer exposing exactly MCP_TOOL_NAMES over `palace` (its `palace_tools`)."""
     from mcp.types import ToolAnnotations
 
     from mempalace_cli import __version__
@@ -495,8 +495,7 @@ def build_server(palace: Palace, warm: bool = False) -> MCPServer:
 
     registered = {t.name for t in server._tool_manager.list_tools()}
     assert registered == set(MCP_TOOL_NAMES), registered ^ set(MCP_TOOL_NAMES)
-    if warm:
-        warm_up(tools)
+    server.palace_tools = tools  # type: ignore[attr-defined]
     return server
 
 
@@ -607,13 +606,22 @@ def warm_up(tools: PalaceTools) -> threading.Thread:
     return thread
 
 
+def _finish_warm_up(thread: threading.Thread) -> None:
+    # Exiting while the model loads in native code aborts the process: let it finish first.
+    thread.join(timeout=120)
+
+
 def serve_stdio(palace: Palace) -> None:
     configure_logging()
-    server = build_server(palace, warm=True)
+    server = build_server(palace)
+    warming = warm_up(server.palace_tools)  # type: ignore[attr-defined]
     log.info("serving palace %s over stdio", palace.path)
-    # The SDK points fd 1 at stderr while serving and writes the protocol to a private copy,
-    # so even a stray print() or native library write cannot corrupt the stream.
-    server.run("stdio")
+    try:
+        # The SDK points fd 1 at stderr while serving and writes the protocol to a private
+        # copy, so even a stray print() or native library write cannot corrupt the stream.
+        server.run("stdio")
+    finally:
+        _finish_warm_up(warming)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -622,7 +630,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
         return socket.create_server((host, port), family=family, reuse_port=False)
     except OSError as exc:
         raise InvalidInputError(
-            f"Cannot listen on {host}:{port}: {exc.strerror or exc}.",
+            f"Cannot listen on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc}.",
             hint="Pick another port with --port, or stop whatever is using this one.",
         ) from exc
 
@@ -634,9 +642,13 @@ def serve_http(
     import uvicorn
 
     check_http_options(host, token)
-    configure_logging()
     sock = bind_socket(host, port)
-    server = build_server(palace, warm=True)
+    try:
+        configure_logging()
+        server = build_server(palace)
+    except BaseException:
+        sock.close()
+        raise
     app: Any = server.streamable_http_app(
         streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_HTTP_BODY
     )
@@ -653,4 +665,8 @@ def serve_http(
         " (bearer token required)" if token else "",
     )
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    anyio.run(uvicorn.Server(config).serve, [sock])
+    warming = warm_up(server.palace_tools)  # type: ignore[attr-defined]
+    try:
+        anyio.run(uvicorn.Server(config).serve, [sock])
+    finally:
+        _finish_warm_up(warming)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 import typer
 
 from mempalace_cli.cli.env import get_env
 
 
-class Transport(str, Enum):
+class Transport(StrEnum):
     stdio = "stdio"
     http = "http"
 
@@ -40,10 +40,15 @@ def serve_mcp(
     from mempalace_cli import mcp_server
 
     palace = get_env(ctx).palace()
-    if transport is Transport.stdio:
-        mcp_server.serve_stdio(palace)
-    else:
-        mcp_server.serve_http(palace, host=host, port=port, token=token)
+    try:
+        if transport is Transport.stdio:
+            mcp_server.serve_stdio(palace)
+        else:
+            mcp_server.serve_http(palace, host=host, port=port, token=token)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+    finally:
+        palace.close()
 
 
 def register(app: typer.Typer) -> None:
