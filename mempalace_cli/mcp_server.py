@@ -125,7 +125,7 @@ def _server_class() -> type[MCPServer]:
 
 
 def explain_validation(tool: str, error: ValidationError, schema: dict[str, Any]) -> str:
-    """One line per bad field, with the field's own description, and never the (possibly huge)
+    """One clause per bad field, with the field's own description, and never the (possibly huge)
     value the caller sent."""
     props = schema.get("properties", {})
     problems = []
@@ -136,7 +136,7 @@ def explain_validation(tool: str, error: ValidationError, schema: dict[str, Any]
             problem = f"'{field}' is required but missing"
         else:
             got = type(err.get("input")).__name__
-            problem = f"'{field}' is invalid: {err['msg']} (got a {got})"
+            problem = f"'{field}' is invalid: {err['msg']} (got {got})"
         problems.append(problem + (f" ({described.rstrip('.')})" if described else ""))
     return (
         f"Invalid arguments for {tool}: "
@@ -155,7 +155,7 @@ def build_server(palace: Palace) -> MCPServer:
     call = tools.call
     server = _server_class()(
         name="mempalace",
-        title="MemPalace",
+        title="mempalace-cli",
         description="A local-first memory palace: verbatim drawers, a temporal knowledge "
         "graph, agent diaries.",
         instructions=palace.protocol(),
@@ -411,7 +411,7 @@ def build_server(palace: Palace) -> MCPServer:
 
     @tool("Knowledge-graph stats", read_only=True)
     def mempalace_kg_stats() -> dict[str, Any]:
-        """Counts of entities and facts (current and ended) and the predicates in use."""
+        """Counts of entities and facts (current and expired) and of each predicate in use."""
         return call("mempalace_kg_stats", palace.kg_stats)
 
     # -- navigation -------------------------------------------------------------------------
@@ -425,7 +425,9 @@ def build_server(palace: Palace) -> MCPServer:
             Field(description=f"How far to walk, in rooms (1-{MAX_HOPS}).", ge=1, le=MAX_HOPS),
         ] = 2,
     ) -> dict[str, Any]:
-        """Rooms reachable from a room through shared rooms across wings."""
+        """Rooms reachable from a room, hop by hop: rooms of one wing are neighbours, and a room
+        filed in several wings (a tunnel) leads into each of them. An unknown room gives
+        found: false with close names in suggestions."""
         return call("mempalace_traverse", palace.traverse, start_room, max_hops=max_hops)
 
     @tool("Find tunnels", read_only=True)
@@ -442,7 +444,8 @@ def build_server(palace: Palace) -> MCPServer:
 
     @tool("Palace graph stats", read_only=True)
     def mempalace_graph_stats() -> dict[str, Any]:
-        """Counts of rooms, tunnels and connections in the palace graph."""
+        """Counts of wings, rooms, drawers, tunnels and edges in the palace graph, and the top
+        tunnels."""
         return call("mempalace_graph_stats", palace.graph_stats)
 
     # -- diary ------------------------------------------------------------------------------
@@ -456,7 +459,8 @@ def build_server(palace: Palace) -> MCPServer:
             str | None, Field(description="A short topic to file the entry under, if any.")
         ] = None,
     ) -> dict[str, Any]:
-        """Append an entry to your own diary (kept in the palace under your agent's wing)."""
+        """Append an entry to your own diary: a drawer in wing wing_<agent>, room diary, so
+        search finds it too."""
         return call("mempalace_diary_write", palace.diary_write, agent, content, topic=topic)
 
     @tool("Read diary", read_only=True)
@@ -494,7 +498,10 @@ def build_server(palace: Palace) -> MCPServer:
         return call("mempalace_wake_up", palace.wake_up, wing=wing, budget=budget)
 
     registered = {t.name for t in server._tool_manager.list_tools()}
-    assert registered == set(MCP_TOOL_NAMES), registered ^ set(MCP_TOOL_NAMES)
+    if registered != set(MCP_TOOL_NAMES):  # mcp_tools.py is the contract prompts rely on
+        raise RuntimeError(
+            f"MCP tools out of step with MCP_TOOL_NAMES: {registered ^ set(MCP_TOOL_NAMES)}"
+        )
     server.palace_tools = tools  # type: ignore[attr-defined]
     return server
 
@@ -532,7 +539,7 @@ class BearerTokenGuard:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._token = token.encode("utf-8")
+        self._token = token.strip().encode("utf-8")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not self._authorized(scope):
