@@ -54,10 +54,18 @@ WRITE_IN_PROGRESS = "write_in_progress"
 CRASH_ENV = "MEMPALACE_TEST_CRASH_AT"
 
 
+_crash_hits: dict[str, int] = {}
+
+
 def crashpoint(name: str) -> None:
-    """Test hook: `MEMPALACE_TEST_CRASH_AT=name` kills this process with SIGKILL right here,
-    so the crash-safety tests can stop a write at an exact point, like a power cut would."""
-    if os.environ.get(CRASH_ENV) == name:
+    """Test hook: `MEMPALACE_TEST_CRASH_AT=name[:n]` kills this process with SIGKILL the n-th
+    time (default the first) it passes here, so the crash-safety tests can stop a write at an
+    exact point, as a power cut or `kill -9` would."""
+    spec = os.environ.get(CRASH_ENV)
+    if not spec or spec.split(":")[0] != name:
+        return
+    _crash_hits[name] = _crash_hits.get(name, 0) + 1
+    if _crash_hits[name] == int(spec.partition(":")[2] or 1):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
