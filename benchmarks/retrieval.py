@@ -332,10 +332,15 @@ def mine_convos(palace: Palace, folder: Path, wing: str) -> dict[str, Any]:
 
 
 def ranked_sessions(
-    palace: Palace, query: str, wing: str, to_doc: Callable[[str], str], depth: int = PIPELINE_DEPTH
+    palace: Palace,
+    query: str,
+    wing: str,
+    to_doc: Callable[[str], str],
+    mode: str = "hybrid",
+    depth: int = PIPELINE_DEPTH,
 ) -> list[str]:
-    """Sessions ranked by their best drawer under the default (hybrid) ranking."""
-    hits = palace.search(query, wing=wing, limit=depth)["results"]
+    """Sessions ranked by their best drawer under `mode` (hybrid = the default ranking)."""
+    hits = palace.search(query, wing=wing, limit=depth, mode=mode)["results"]
     out: list[str] = []
     for hit in hits:
         doc = to_doc(hit["source_file"])
@@ -369,8 +374,8 @@ def run_pipeline(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "note": "sessions written as conversation files, mined with "
-        "mine(mode='convos'), searched with the default ranking; sessions "
-        f"ranked by their best drawer among the top {PIPELINE_DEPTH}"
+        "mine(mode='convos'), searched with each ranking (hybrid is the default); sessions "
+        f"ranked by their best drawer among the top {PIPELINE_DEPTH} drawers"
     }
     if lme:
         rows = []
@@ -391,11 +396,12 @@ def run_pipeline(
             def to_doc(source: str, names: dict[str, str] = names) -> str:
                 return names.get(Path(source).name, source)
 
-            ranked = ranked_sessions(palace, q["question"], "lme", to_doc)
-            rows.append(
-                {"id": q["question_id"], "mode": "hybrid", "type": q["question_type"]}
-                | lme_scores(ranked, set(q["answer_session_ids"]))
-            )
+            for mode in MODES:
+                ranked = ranked_sessions(palace, q["question"], "lme", to_doc, mode)
+                rows.append(
+                    {"id": q["question_id"], "mode": mode, "type": q["question_type"]}
+                    | lme_scores(ranked, set(q["answer_session_ids"]))
+                )
             tmp.drop(palace)
         out["lme"] = {
             "questions": len(lme),
@@ -419,19 +425,22 @@ def run_pipeline(
             drawers += report.get("drawers", {}).get("added", 0)
             for qi, qa in enumerate(sample["qa"]):
                 gold = locomo_gold_sessions([str(e) for e in qa.get("evidence") or []])
-                ranked = ranked_sessions(palace, qa["question"], wing, lambda s: Path(s).stem)
-                rows.append(
-                    {
-                        "id": f"{wing}#{qi}",
-                        "mode": "hybrid",
-                        "category": qa["category"],
-                        "recall@5": recall_frac(ranked, gold, 5),
-                        "recall@10": recall_frac(ranked, gold, 10),
-                    }
-                )
+                for mode in MODES:
+                    ranked = ranked_sessions(
+                        palace, qa["question"], wing, lambda s: Path(s).stem, mode
+                    )
+                    rows.append(
+                        {
+                            "id": f"{wing}#{qi}",
+                            "mode": mode,
+                            "category": qa["category"],
+                            "recall@5": recall_frac(ranked, gold, 5),
+                            "recall@10": recall_frac(ranked, gold, 10),
+                        }
+                    )
             tmp.drop(palace)
         out["locomo"] = {
-            "questions": len(rows),
+            "questions": len(rows) // len(MODES),
             "drawers": drawers,
             "seconds": round(time.perf_counter() - t0, 1),
             "session": summarise(rows, ["recall@5", "recall@10"], "category"),
@@ -505,19 +514,27 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             pipe["note"] + ".",
             "",
-            "| benchmark | drawers | metric | value |",
-            "|---|---|---|---|",
+            "| benchmark | drawers | metric | vector | lexical | hybrid |",
+            "|---|---|---|---|---|---|",
         ]
         if "lme" in pipe:
-            s = pipe["lme"]["summary"]["hybrid"]["all"]
+            sm = pipe["lme"]["summary"]
             for m in LME_METRICS:
                 lines.append(
-                    f"| LongMemEval-S session | {pipe['lme']['drawers']} | {m} | {s[m]:.3f} |"
+                    f"| LongMemEval-S session, first {pipe['lme']['questions']} questions | "
+                    f"{pipe['lme']['drawers']} | {m} | "
+                    + " | ".join(f"{sm[mode]['all'][m]:.3f}" for mode in MODES)
+                    + " |"
                 )
         if "locomo" in pipe:
-            s = pipe["locomo"]["session"]["hybrid"]["all"]
+            sm = pipe["locomo"]["session"]
             for m in ("recall@5", "recall@10"):
-                lines.append(f"| LoCoMo session | {pipe['locomo']['drawers']} | {m} | {s[m]:.3f} |")
+                lines.append(
+                    f"| LoCoMo session, {pipe['locomo']['questions']} questions | "
+                    f"{pipe['locomo']['drawers']} | {m} | "
+                    + " | ".join(f"{sm[mode]['all'][m]:.3f}" for mode in MODES)
+                    + " |"
+                )
         lines.append("")
     lines.append(f"Total wall time: {results['seconds']} s on {results['machine']}.")
     return "\n".join(lines) + "\n"
@@ -530,6 +547,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions/convs")
     ap.add_argument("--pipeline", action="store_true", help="also run the product pipeline")
     ap.add_argument("--pipeline-only", action="store_true", help="only the product pipeline")
+    ap.add_argument(
+        "--pipeline-lme",
+        type=int,
+        default=10,
+        help="LongMemEval questions in the pipeline run (each mines ~900 drawers; 0 = all)",
+    )
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "retrieval.json")
     ap.add_argument("--dump", type=Path, help="write raw candidate lists for tune_fusion.py")
     args = ap.parse_args(argv)
@@ -558,7 +581,8 @@ def main(argv: list[str] | None = None) -> int:
                 results["locomo"] = run_locomo(locomo, tmp, dump)
                 print(json.dumps(results["locomo"]["session"]["hybrid"]["all"]), file=sys.stderr)
         if args.pipeline or args.pipeline_only:
-            results["pipeline"] = run_pipeline(lme, locomo, tmp)
+            pipe_lme = lme[: args.pipeline_lme] if args.pipeline_lme else lme
+            results["pipeline"] = run_pipeline(pipe_lme, locomo, tmp)
     finally:
         tmp.cleanup()
     results["seconds"] = round(time.perf_counter() - t_start, 1)

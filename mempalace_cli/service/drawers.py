@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 from mempalace_cli.catalog import DrawerRow
@@ -90,11 +91,15 @@ class DrawerOps(PalaceCore):
                 f"Unknown search mode {mode!r}.", hint=f"Use one of: {', '.join(SEARCH_MODES)}."
             )
         self.require()
+        # Embed the query (loading the model on a cold start) while sync() opens Chroma.
+        embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
         self.sync()
         filters = {"wing": wing, "room": room}
         depth = max(CANDIDATES, limit * 3)
-        query_vec, vector_hits, lexical_hits = self.search_candidates(query, wing, room, depth,
-                                                                      mode)
+        query_vec = embedding.result() if embedding is not None else None
+        query_vec, vector_hits, lexical_hits = self.search_candidates(
+            query, wing, room, depth, mode, query_vec
+        )
         top = fuse([h[0] for h in vector_hits], [i for i, _ in lexical_hits])[:limit]
 
         distances = {h[0]: h[1] for h in vector_hits}
@@ -138,12 +143,22 @@ class DrawerOps(PalaceCore):
             )
         return {"query": query, "filters": filters, "mode": mode, "results": results}
 
+    def _embed_query(self, query: str) -> Any:
+        return self.embedder.embed([query])[0]
+
     def search_candidates(
-        self, query: str, wing: str | None, room: str | None, depth: int, mode: str = "hybrid"
+        self,
+        query: str,
+        wing: str | None,
+        room: str | None,
+        depth: int,
+        mode: str = "hybrid",
+        query_vec: Any = None,
     ) -> tuple[Any, list[tuple[str, float, str, dict[str, Any]]], list[tuple[str, float]]]:
         """Both sides' ranked candidates, unfused: (query vector, vector hits, lexical hits).
         The benchmarks use this to compare fusion methods on the same candidates."""
-        query_vec = self.embedder.embed([query])[0] if mode != "lexical" else None
+        if query_vec is None and mode != "lexical":
+            query_vec = self._embed_query(query)
         vector_hits: list[tuple[str, float, str, dict[str, Any]]] = []
         if query_vec is not None:
             vector_hits = self.store.query(query_vec, depth, where_filter(wing, room))
@@ -273,6 +288,28 @@ class DrawerOps(PalaceCore):
         with self.lock.hold():
             self._remove_drawers([drawer_id])
         return {"success": True, "drawer_id": drawer_id}
+
+
+class _InBackground:
+    """Run one call on a thread; `result()` joins it and re-raises what it raised."""
+
+    def __init__(self, fn: Any, *args: Any) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Any, args: tuple[Any, ...]) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # handed to the caller in result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def fusion_params() -> dict[str, Any]:
