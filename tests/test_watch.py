@@ -178,3 +178,21 @@ def test_watch_rejects_dry_run_and_poll_alone(cli: Any, tmp_path: Path) -> None:
     assert "--poll only applies to --watch" in result.stderr
     result = cli("mine", str(tmp_path), "--watch", "--dry-run", expect=2)
     assert "--dry-run" in result.stderr
+
+
+def test_convos_mode_batches_use_the_conversation_miner(tmp_path: Path, embedder: Any) -> None:
+    """In convos mode a batch re-runs the (incremental) conversation mine of the folder."""
+    folder = tmp_path / "chats"
+    shutil.copytree(NOTES.parent / "convos" / "transcripts", folder)
+    p = Palace(resolve_settings(str(tmp_path / "palace")))
+    try:
+        first = p.mine(folder, mode="convos")
+        assert first["drawers"]["added"] > 0
+        victim = sorted(f for f in folder.iterdir() if f.is_file())[0]
+        victim.unlink()
+        batch = p.mine_paths(folder, [victim], mode="convos")
+        assert batch["full_rescan"] and batch["files"]["removed"] == 1
+        assert batch["drawers"]["removed"] > 0
+        assert str(victim) not in p.catalog.files_under(str(folder))
+    finally:
+        p.close()
