@@ -9,6 +9,7 @@ to download a model.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -201,6 +202,8 @@ class DrawerStore:
         us for this folder (it shares one per folder in a process). None if there is none."""
         if self._client is not None:
             return self._client._server
+        if "chromadb" not in sys.modules:
+            return None  # nothing opened in this process (and no need to import it to know)
         try:
             from chromadb.api import ServerAPI
             from chromadb.api.shared_system_client import SharedSystemClient as Shared
