@@ -144,18 +144,30 @@ TOPIC_WORDS: dict[str, tuple[str, ...]] = {
         "import",
     ),
 }
-_PATTERNS = {
-    room: re.compile(
-        r"(?<![\w-])(?:" + "|".join(map(re.escape, words)) + r")(?![\w-])", re.IGNORECASE
-    )
-    for room, words in TOPIC_WORDS.items()
-}
+_TOKEN = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+# One pass over the words: single words by lookup, phrases by their first word.
+_SINGLE: dict[str, list[str]] = {}
+_PHRASES: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+for _room, _words in TOPIC_WORDS.items():
+    for _word in _words:
+        _parts = tuple(_TOKEN.findall(_word))
+        if len(_parts) == 1:
+            _SINGLE.setdefault(_parts[0], []).append(_room)
+        else:
+            _PHRASES.setdefault(_parts[0], []).append((_parts, _room))
 
 
 def classify(text: str) -> str:
+    tokens = _TOKEN.findall(text.lower())
+    hits = dict.fromkeys(TOPIC_WORDS, 0)
+    for i, token in enumerate(tokens):
+        for room in _SINGLE.get(token, ()):
+            hits[room] += 1
+        for phrase, room in _PHRASES.get(token, ()):
+            if tuple(tokens[i : i + len(phrase)]) == phrase:
+                hits[room] += 1
     best, best_hits = GENERAL, 0
-    for room, pattern in _PATTERNS.items():
-        hits = len(pattern.findall(text))
-        if hits > best_hits:
-            best, best_hits = room, hits
+    for room, n in hits.items():  # in TOPIC_WORDS order, so ties go to the earlier room
+        if n > best_hits:
+            best, best_hits = room, n
     return best if best_hits >= MIN_HITS else GENERAL
