@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -315,7 +315,7 @@ class ConvoMiningOps(PalaceCore):
         pending: list[PendingExport],
         removed: list[str],
         known: dict[str, FileRecord],
-        extra_claims: list[PendingExport] = (),  # type: ignore[assignment]
+        extra_claims: Sequence[PendingExport] = (),
     ) -> tuple[list[str], dict[str, str]]:
         """(drawers to delete, drawer -> file to re-point it at) for exports that were
         deleted or lost exchanges."""
