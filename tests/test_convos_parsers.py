@@ -397,3 +397,14 @@ def test_same_words_same_keys_repeats_distinct() -> None:
 )
 def test_topic_rooms(text: str, room: str) -> None:
     assert classify(text) == room
+
+
+def test_a_first_line_longer_than_the_sniffed_head(tmp_path: Path) -> None:
+    lines = CLAUDE_CODE.read_text().splitlines()
+    first = json.loads(lines[2])
+    first["message"]["content"] = "Please read this log.\n" + "GET /health 200\n" * 20000
+    f = tmp_path / "session.jsonl"
+    f.write_text("\n".join([json.dumps(first), *lines[3:]]) + "\n")
+    assert f.stat().st_size > 200_000
+    assert detect(f).format == "claude_code"
+    assert exchanges(f)[0].user.startswith("Please read this log.")

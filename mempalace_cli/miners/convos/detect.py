@@ -33,25 +33,25 @@ def _head(path: Path) -> bytes:
         return fh.read(HEAD_BYTES)
 
 
-def _first_records(text: str, limit: int = 30) -> list[dict[str, Any]] | None:
-    """The JSON objects on the first lines, or None if the first line isn't one."""
+def _first_records(path: Path, limit: int = 30) -> list[dict[str, Any]] | None:
+    """The JSON objects on the first lines, or None if the first line isn't one. Lines are
+    read whole: a session's first line can be far longer than the sniffed head."""
     records: list[dict[str, Any]] = []
-    lines = text.splitlines()
-    for n, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            # Only the first line decides; a later line may just be cut by the head's end.
-            if not records and n < len(lines) - 1:
-                return None
-            break
-        if not isinstance(value, dict):
-            return records or None
-        records.append(value)
-        if len(records) >= limit:
-            break
+    with path.open("r", encoding="utf-8-sig", errors="replace") as fh:
+        for n, line in enumerate(fh):
+            if len(records) >= limit or n >= 10 * limit:
+                break
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                if not records:
+                    return None
+                break
+            if not isinstance(value, dict):
+                return records or None
+            records.append(value)
     return records or None
 
 
@@ -77,7 +77,7 @@ def detect(path: Path) -> Detection:
     head = raw.decode("utf-8-sig", errors="replace")
     start = head.lstrip()[:1]
     if start == "{":
-        records = _first_records(head)
+        records = _first_records(path)
         if records is not None:
             if claude_code.looks_like(records):
                 return Detection(claude_code.FORMAT)
