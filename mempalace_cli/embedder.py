@@ -28,6 +28,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
 MAX_TOKENS = 256  # what the reference sentence-transformers model reads
 BATCH_SIZE = 32
+BATCH_TOKENS = 16 * MAX_TOKENS  # padded tokens per model call: bounds memory on long inputs
 TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 _shared_lock = threading.Lock()
 
@@ -125,9 +126,8 @@ class Embedder:
             encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            width = max(len(encodings[i].ids) for i in idx)
+        for idx in _batches(order, [len(e.ids) for e in encodings], batch_size):
+            width = len(encodings[idx[-1]].ids)  # sorted: the last is the longest
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for row, i in enumerate(idx):
@@ -143,6 +143,23 @@ class Embedder:
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[idx] = pooled / np.clip(norms, 1e-12, None)
         return out
+
+
+def _batches(order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Group length-sorted inputs into batches of at most `batch_size` rows and about
+    BATCH_TOKENS padded tokens, so short texts batch wide and long ones keep memory bounded."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        if current and (
+            len(current) >= batch_size or (len(current) + 1) * lengths[i] > BATCH_TOKENS
+        ):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
 
 
 def load_tokenizer(path: Path) -> Tokenizer:

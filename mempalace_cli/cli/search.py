@@ -53,8 +53,6 @@ def search(
         for item in result["results"]:
             item["aaak"] = env.palace().aaak_encode(item["text"], **item["metadata"])
     if json_output:
-        for item in result["results"]:
-            item.pop("metadata", None)
         print_json(result)
         return
     render_results(env, result)

@@ -151,7 +151,11 @@ class MiningOps(PalaceCore):
             raise InvalidInputError(f"--limit must be at least 1, not {limit}.")
         if mode == "convos":  # chat exports: service/convos.py (ConvoMiningOps)
             return self.mine_convos(  # type: ignore[attr-defined]
-                directory, wing=wing, agent=agent, dry_run=dry_run, limit=limit,
+                directory,
+                wing=wing,
+                agent=agent,
+                dry_run=dry_run,
+                limit=limit,
                 progress=progress,
             )
         root = _resolve_dir(directory)
@@ -230,7 +234,9 @@ class MiningOps(PalaceCore):
         except OSError as exc:
             report.files_skipped.append({"file": item.rel, "reason": f"unreadable: {exc}"})
             return True
-        if rec and rec.wing == wing and rec.size == st.st_size and rec.mtime == st.st_mtime:
+        # A file mined in another mode (convos) or into another wing is re-filed.
+        same_place = rec is not None and rec.wing == wing and rec.ingest_mode == "projects"
+        if same_place and rec.size == st.st_size and rec.mtime == st.st_mtime:
             report.files_unchanged += 1
             return True
         content = read_text_file(item.path, int(project.max_file_mb * 1_000_000))
@@ -238,7 +244,7 @@ class MiningOps(PalaceCore):
             report.files_skipped.append({"file": item.rel, "reason": content})
             return rec is None  # mined before and now unusable: False, its drawers go
         digest = sha256_file(item.path)
-        if rec and rec.wing == wing and rec.content_hash == digest:
+        if same_place and rec.content_hash == digest:
             report.files_unchanged += 1
             if not report.dry_run:
                 with self.catalog.transaction() as conn:
@@ -309,8 +315,16 @@ class MiningOps(PalaceCore):
             for f in group:
                 replace += f.old_ids + self.catalog.drawer_ids_for_source(str(f.path))
             files = [
-                FileRecord(str(f.path), str(root), wing, f.content_hash, f.size, f.mtime,
-                           [r.id for r in f.rows], mode)
+                FileRecord(
+                    str(f.path),
+                    str(root),
+                    wing,
+                    f.content_hash,
+                    f.size,
+                    f.mtime,
+                    [r.id for r in f.rows],
+                    mode,
+                )
                 for f in group
             ]
             new_ids = {r.id for r in rows}
