@@ -294,6 +294,10 @@ class _InBackground:
     """Run one call on a thread; `result()` joins it and re-raises what it raised."""
 
     def __init__(self, fn: Any, *args: Any) -> None:
+        # numpy breaks when two threads import it at once (chromadb here, onnxruntime there):
+        # import it on this thread first.
+        import numpy  # noqa: F401
+
         self._value: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
