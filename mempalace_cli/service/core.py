@@ -143,6 +143,10 @@ class PalaceCore:
             self.store.mark_fresh(generation)
 
     # -- keeping the catalogue in step with the store ---------------------------------------
+    def needs_repair(self) -> bool:
+        """A writer died mid-write (its in-progress mark is still set): `sync` must run."""
+        return self.catalog.exists and self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
+
     def sync(self) -> int:
         """Rebuild the catalogue from the store when a writer died half-way or their drawer
         counts differ (a palace MemPalace wrote, another machine on a Chroma server).

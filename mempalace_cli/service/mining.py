@@ -166,13 +166,17 @@ class MiningOps(PalaceCore):
         report = MineReport(str(root), wing_name, mode, dry_run)
         if not dry_run:
             report.palace_created = self.create()
-            self.sync()
+            self._check_store_present()  # a file check: a damaged palace is never "unchanged"
         known = self.catalog.files_under(str(root)) if self.catalog.exists else {}
         notify = progress or (lambda event, data: None)
 
         pending, seen = self._scan(root, project, wing_name, agent, known, limit, report)
         report.limited = limit is not None and len(seen) >= limit
         removed = [] if report.limited else [src for src in known if src not in seen]
+        # The manifest alone decides what changed; the drawer store (and the second it takes
+        # to import chromadb) is opened only when there is something to write or repair.
+        if not dry_run and (pending or removed or self.needs_repair()):
+            self.sync()
         notify("plan", {"files": len(pending), "chunks": sum(len(p.rows) for p in pending)})
 
         if dry_run:
