@@ -69,9 +69,17 @@ class _MineProgress:
             transient=True,
         )
         self.task: Any = None
+        self.reading: Any = None  # an indeterminate bar while big files are read
 
     def __call__(self, event: str, data: dict[str, Any]) -> None:
-        if event == "plan" and data["chunks"]:
+        if event == "scan":
+            if self.reading is None:
+                self.progress.start()
+                self.reading = self.progress.add_task("read", total=None, current="")
+            self.progress.update(self.reading, current=f"reading {data['path'][-40:]}")
+        elif event == "plan" and data["chunks"]:
+            if self.reading is not None:
+                self.progress.remove_task(self.reading)
             self.progress.start()
             self.task = self.progress.add_task("mine", total=data["chunks"], current="")
         elif event == "embedded" and self.task is not None:
@@ -80,7 +88,7 @@ class _MineProgress:
             self.progress.update(self.task, current=data["path"][-40:])
 
     def stop(self) -> None:
-        if self.task is not None:
+        if self.task is not None or self.reading is not None:
             self.progress.stop()
 
 
