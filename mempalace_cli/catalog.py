@@ -3,7 +3,9 @@
 It serves three purposes that Chroma can't serve cheaply:
 - the lexical (BM25, FTS5) side of hybrid search;
 - counts and listings by wing / room without fetching documents (status, the palace graph);
-- the file manifest that makes mining incremental (content hash per source file).
+- the file manifest that makes mining incremental (content hash per source file);
+- a copy of each drawer's vector, so that a fresh process can rank the vector side of a search
+  without importing chromadb while the catalogue is known to be in step (`catalog_trusted`).
 
 Chroma stays the source of truth for drawers. `Catalog.needs_rebuild` compares the two and the
 service rebuilds this mirror from Chroma when they differ (a palace made by MemPalace, another
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,11 @@ from typing import Any
 from mempalace_cli.errors import PalaceCorruptError
 
 CATALOG_FILE = "mempalace_index.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Meta key: "1" when every drawer row carries its embedding (float32 BLOB), so the vector side
+# of search can run on the catalogue alone; "0" after the upgrade of a catalogue made before
+# vectors were mirrored, until the next sync backfills them from Chroma.
+VECTORS_META = "vectors"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -37,7 +43,8 @@ CREATE TABLE IF NOT EXISTS drawers (
     chunk_index INTEGER,
     filed_at TEXT NOT NULL DEFAULT '',
     text TEXT NOT NULL DEFAULT '',
-    metadata TEXT NOT NULL DEFAULT '{}'
+    metadata TEXT NOT NULL DEFAULT '{}',
+    embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS drawers_wing_room ON drawers (wing, room);
 CREATE INDEX IF NOT EXISTS drawers_room ON drawers (room);
@@ -143,8 +150,12 @@ class Catalog:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.executescript(_SCHEMA)
+                _migrate(conn)
                 conn.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (VECTORS_META,)
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
                 conn.commit()
@@ -187,12 +198,17 @@ class Catalog:
         return int(self.get_meta("generation") or 0)
 
     # -- drawers ----------------------------------------------------------------------------
-    def upsert_drawers(self, conn: sqlite3.Connection, rows: Iterable[DrawerRow]) -> None:
-        for r in rows:
+    def upsert_drawers(
+        self, conn: sqlite3.Connection, rows: Sequence[DrawerRow], embeddings: Any
+    ) -> None:
+        """Insert or replace `rows`; `embeddings` holds each row's vector, in order (the same
+        vectors that went to Chroma: the catalogue mirrors them for search)."""
+        blobs = _blobs(embeddings, len(rows))
+        for r, blob in zip(rows, blobs, strict=True):
             conn.execute("DELETE FROM drawers WHERE id = ?", (r.id,))
             conn.execute(
                 "INSERT INTO drawers(id, wing, room, source_file, chunk_index, filed_at, text, "
-                "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "metadata, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     r.id,
                     r.wing,
@@ -202,8 +218,40 @@ class Catalog:
                     r.filed_at,
                     r.text,
                     json.dumps(r.metadata, ensure_ascii=False),
+                    blob,
                 ),
             )
+
+    def set_embeddings(self, conn: sqlite3.Connection, ids: Sequence[str], embeddings: Any):
+        """Fill in the vectors of existing rows (the backfill of an upgraded catalogue)."""
+        conn.executemany(
+            "UPDATE drawers SET embedding = ? WHERE id = ?",
+            list(zip(_blobs(embeddings, len(ids)), ids, strict=True)),
+        )
+
+    def missing_vectors(self) -> bool:
+        return (
+            self.conn.execute("SELECT 1 FROM drawers WHERE embedding IS NULL LIMIT 1").fetchone()
+            is not None
+        )
+
+    def vectors(self, wing: str | None = None, room: str | None = None) -> tuple[list[str], Any]:
+        """The ids and an (n, d) float32 matrix of the drawers in wing/room, in rowid order;
+        (ids, None) if any of them has no vector."""
+        import numpy as np
+
+        where, params = _where(wing, room)
+        rows = self.conn.execute(
+            f"SELECT id, embedding FROM drawers WHERE {where} ORDER BY rowid", params
+        ).fetchall()
+        ids = [r[0] for r in rows]
+        if any(r[1] is None for r in rows):
+            return ids, None
+        if not rows:
+            return ids, np.zeros((0, 0), dtype=np.float32)
+        return ids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+            len(rows), -1
+        )
 
     def delete_drawers(self, conn: sqlite3.Connection, ids: Sequence[str]) -> None:
         conn.executemany("DELETE FROM drawers WHERE id = ?", [(i,) for i in ids])
@@ -214,7 +262,9 @@ class Catalog:
 
     def count(self, wing: str | None = None, room: str | None = None) -> int:
         where, params = _where(wing, room)
-        return self.conn.execute(f"SELECT COUNT(*) FROM drawers WHERE {where}", params).fetchone()[0]
+        return self.conn.execute(f"SELECT COUNT(*) FROM drawers WHERE {where}", params).fetchone()[
+            0
+        ]
 
     def counts_by_wing_room(self) -> list[tuple[str, str, int]]:
         rows = self.conn.execute(
@@ -311,6 +361,33 @@ class Catalog:
 
     def delete_file(self, conn: sqlite3.Connection, source_file: str) -> None:
         conn.execute("DELETE FROM files WHERE source_file = ?", (source_file,))
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a catalogue made by an older version up to this schema."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(drawers)")}
+    if "embedding" not in columns:
+        try:
+            conn.execute("ALTER TABLE drawers ADD COLUMN embedding BLOB")
+        except sqlite3.OperationalError as exc:  # another process upgraded it just now
+            if "duplicate column" not in str(exc):
+                raise
+            return
+        # Its rows have no vectors yet: search uses Chroma until a sync fills them in.
+        has_rows = conn.execute("SELECT 1 FROM drawers LIMIT 1").fetchone() is not None
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+            (VECTORS_META, "0" if has_rows else "1"),
+        )
+
+
+def _blobs(embeddings: Any, n: int) -> list[bytes]:
+    if n == 0:
+        return []
+    import numpy as np
+
+    matrix = np.asarray(embeddings, dtype=np.float32)
+    return [v.tobytes() for v in matrix.reshape(n, -1)]
 
 
 def _row(row: tuple) -> DrawerRow:

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from mempalace_cli.catalog import Catalog, DrawerRow, FileRecord
+from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow, FileRecord
 from mempalace_cli.config import Settings, resolve_settings
 from mempalace_cli.embedder import Embedder, get_embedder
 from mempalace_cli.errors import NoPalaceError, PalaceCorruptError
 from mempalace_cli.locking import PalaceLock
-from mempalace_cli.store import DrawerStore
+from mempalace_cli.store import CHROMA_FILE, DrawerStore
 
 # Metadata keys that live in their own catalogue columns.
 _COLUMN_KEYS = ("wing", "room", "source_file", "chunk_index", "filed_at")
@@ -52,6 +52,10 @@ def meta_from(row: DrawerRow) -> dict[str, Any]:
 # by a later process (the writer was killed), it means "rebuild the catalogue from Chroma".
 WRITE_IN_PROGRESS = "write_in_progress"
 CRASH_ENV = "MEMPALACE_TEST_CRASH_AT"
+# The embedded store file's size and mtime when the catalogue was last known to mirror it
+# (recorded under the lock after every write and sync). While the file still matches, a fresh
+# process can trust the catalogue without importing chromadb to count drawers.
+STORE_STAMP = "store_stamp"
 
 
 _crash_hits: dict[str, int] = {}
@@ -143,6 +147,49 @@ class PalaceCore:
             self.store.mark_fresh(generation)
 
     # -- keeping the catalogue in step with the store ---------------------------------------
+    def _store_stamp(self) -> str | None:
+        """Size and mtime_ns of the embedded store's files; None without a local store."""
+        if self.settings.chroma_url:
+            return None
+        parts = []
+        for name in (CHROMA_FILE, CHROMA_FILE + "-wal"):
+            try:
+                st = os.stat(self.path / name)
+            except FileNotFoundError:
+                if name == CHROMA_FILE:
+                    return None
+                continue
+            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+        return " ".join(parts)
+
+    def _record_stamp(self, conn: Any) -> None:
+        """Under the lock, with the catalogue in step with the store: remember the store file."""
+        stamp = self._store_stamp()
+        if stamp is not None:
+            self.catalog.set_meta(conn, STORE_STAMP, stamp)
+
+    def catalog_trusted(self) -> bool:
+        """True when the catalogue, vectors included, is known to mirror the embedded store,
+        checked without opening Chroma: no write half-done, every row has its vector, and the
+        store file is exactly as it was after the last write or sync under the lock. A Chroma
+        server is never trusted this way (its files are not ours to look at)."""
+        if self.settings.chroma_url or not self.catalog.exists:
+            return False
+        stamp = self._store_stamp()  # before reading the marks: a write in between shows
+        if stamp is None:
+            return False
+        marks = dict(
+            self.catalog.conn.execute(
+                "SELECT key, value FROM meta WHERE key IN (?, ?, ?)",
+                (WRITE_IN_PROGRESS, VECTORS_META, STORE_STAMP),
+            ).fetchall()
+        )
+        return (
+            marks.get(WRITE_IN_PROGRESS) != "1"
+            and marks.get(VECTORS_META) == "1"
+            and marks.get(STORE_STAMP) == stamp
+        )
+
     def needs_repair(self) -> bool:
         """A writer died mid-write (its in-progress mark is still set): `sync` must run."""
         return self.catalog.exists and self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
@@ -157,17 +204,25 @@ class PalaceCore:
         self.refresh()
         generation = self.catalog.generation()
         dirty = self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
-        if not dirty and self._synced_generation == generation and not self.settings.chroma_url:
+        local = not self.settings.chroma_url
+        if not dirty and self._synced_generation == generation and local:
             return 0
         self._check_store_present()
         if not dirty and self.store.count() == self.catalog.count():
             self._synced_generation = generation
-            return 0
+            # Opening Chroma touches its file: record it (and backfill vectors) under the
+            # lock, so the next fresh process can trust the catalogue without Chroma.
+            if not local or self.catalog_trusted():
+                return 0
         with self.lock.hold():
             # A live writer sets the flag too; holding the lock, a set flag means a dead one.
             dirty = self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
             in_store, in_catalog = self.store.count(), self.catalog.count()
             if not dirty and in_store == in_catalog:
+                with self.catalog.transaction() as conn:
+                    if self.catalog.get_meta(VECTORS_META) != "1":
+                        self._backfill_vectors(conn)
+                    self._record_stamp(conn)
                 self._wrote()
                 return 0
             if in_store == 0 and in_catalog > 0 and not dirty:
@@ -181,19 +236,29 @@ class PalaceCore:
             rows = 0
             with self.catalog.transaction() as conn:
                 self.catalog.clear(conn)
-                for page in self.store.iter_all(("metadatas", "documents")):
+                for page in self.store.iter_all(("metadatas", "documents", "embeddings")):
                     batch = [
                         row_from(i, d or "", dict(m or {}))
                         for i, d, m in zip(
                             page["ids"], page["documents"], page["metadatas"], strict=True
                         )
                     ]
-                    self.catalog.upsert_drawers(conn, batch)
+                    self.catalog.upsert_drawers(conn, batch, page["embeddings"])
                     rows += len(batch)
+                self.catalog.set_meta(conn, VECTORS_META, "1")
                 self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+                self._record_stamp(conn)
                 self.catalog.bump_generation(conn)
             self._wrote()
             return rows
+
+    def _backfill_vectors(self, conn: Any) -> None:
+        """Copy every drawer's vector from Chroma into a catalogue made before it mirrored
+        them (caller holds the lock, catalogue and store in step)."""
+        for page in self.store.iter_all(("embeddings",)):
+            self.catalog.set_embeddings(conn, page["ids"], page["embeddings"])
+        if not self.catalog.missing_vectors():
+            self.catalog.set_meta(conn, VECTORS_META, "1")
 
     def _check_store_present(self) -> None:
         """The index lists drawers but the embedded store's files are gone: say so, instead of
@@ -253,13 +318,14 @@ class PalaceCore:
         crashpoint("after_store_write")
         with self.catalog.transaction() as conn:
             self.catalog.delete_drawers(conn, stale)
-            self.catalog.upsert_drawers(conn, rows)
+            self.catalog.upsert_drawers(conn, rows, embeddings)
             stamp = now_iso()
             for source_file in forget_files:
                 self.catalog.delete_file(conn, source_file)
             for rec in files:
                 self.catalog.put_file(conn, rec, stamp)
             self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+            self._record_stamp(conn)
             self.catalog.bump_generation(conn)
         self._wrote()
         crashpoint("after_catalog_write")
@@ -274,6 +340,7 @@ class PalaceCore:
                 for source_file in forget_files:
                     self.catalog.delete_file(conn, source_file)
                 self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+                self._record_stamp(conn)
                 self.catalog.bump_generation(conn)
             self._wrote()
 

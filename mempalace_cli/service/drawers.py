@@ -93,12 +93,22 @@ class DrawerOps(PalaceCore):
         self.require()
         # Embed the query (loading the model on a cold start) while sync() opens Chroma.
         embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
-        self.sync()
+        # A catalogue known to mirror the store answers alone: no chromadb import at all.
+        from_catalog = self.catalog_trusted()
+        if not from_catalog:
+            self.sync()
         filters = {"wing": wing, "room": room}
         depth = max(CANDIDATES, limit * 3)
         query_vec = embedding.result() if embedding is not None else None
+        all_distances: dict[str, float] = {}
         query_vec, vector_hits, lexical_hits = self.search_candidates(
-            query, wing, room, depth, mode, query_vec
+            query,
+            wing,
+            room,
+            depth,
+            mode,
+            query_vec,
+            catalog_distances=all_distances if from_catalog else None,
         )
         top = fuse([h[0] for h in vector_hits], [i for i, _ in lexical_hits])[:limit]
 
@@ -106,6 +116,9 @@ class DrawerOps(PalaceCore):
         from_store = {h[0]: (h[2], h[3]) for h in vector_hits}
         rows = self.catalog.get(top)
         missing = [i for i in top if i not in distances and query_vec is not None]
+        for drawer_id in [i for i in missing if i in all_distances]:
+            distances[drawer_id] = all_distances[drawer_id]
+        missing = [i for i in missing if i not in distances]
         if missing:
             got = self.store.get(missing, include=["embeddings"])
             for drawer_id, emb in zip(got["ids"], got["embeddings"], strict=True):
@@ -116,8 +129,15 @@ class DrawerOps(PalaceCore):
         for drawer_id in top:
             row = rows.get(drawer_id)
             if row is not None:
-                text, meta = row.text, {**row.metadata, "wing": row.wing, "room": row.room,
-                                        "source_file": row.source_file}
+                text, meta = (
+                    row.text,
+                    {
+                        **row.metadata,
+                        "wing": row.wing,
+                        "room": row.room,
+                        "source_file": row.source_file,
+                    },
+                )
             else:
                 text, meta = from_store[drawer_id]
             results.append(
@@ -134,8 +154,10 @@ class DrawerOps(PalaceCore):
                     "line_end": meta.get("line_end"),
                     "matched_by": [
                         side
-                        for side, hit in (("vector", drawer_id in from_store),
-                                          ("lexical", drawer_id in lexical_ids))
+                        for side, hit in (
+                            ("vector", drawer_id in from_store),
+                            ("lexical", drawer_id in lexical_ids),
+                        )
                         if hit
                     ],
                     "metadata": meta,
@@ -154,18 +176,54 @@ class DrawerOps(PalaceCore):
         depth: int,
         mode: str = "hybrid",
         query_vec: Any = None,
+        catalog_distances: dict[str, float] | None = None,
     ) -> tuple[Any, list[tuple[str, float, str, dict[str, Any]]], list[tuple[str, float]]]:
         """Both sides' ranked candidates, unfused: (query vector, vector hits, lexical hits).
-        The benchmarks use this to compare fusion methods on the same candidates."""
+        The benchmarks use this to compare fusion methods on the same candidates.
+
+        With `catalog_distances` (a dict to fill: every filtered drawer's distance), the vector
+        side is an exact cosine ranking over the catalogue's vectors instead of a Chroma query;
+        the caller has checked that the catalogue is in step (`catalog_trusted`)."""
         if query_vec is None and mode != "lexical":
             query_vec = self._embed_query(query)
-        vector_hits: list[tuple[str, float, str, dict[str, Any]]] = []
-        if query_vec is not None:
-            vector_hits = self.store.query(query_vec, depth, where_filter(wing, room))
+        hits: list[tuple[str, float, str, dict[str, Any]]] | None = None
+        if query_vec is not None and catalog_distances is not None:
+            hits = self._catalog_vector_hits(query_vec, depth, wing, room, catalog_distances)
+            if hits is None:  # a row without its vector: Chroma answers, after a sync
+                self.sync()
+        if query_vec is not None and hits is None:
+            hits = self.store.query(query_vec, depth, where_filter(wing, room))
+        vector_hits = hits or []
         lexical_hits = (
             self.catalog.lexical_search(query, depth, wing, room) if mode != "vector" else []
         )
         return query_vec, vector_hits, lexical_hits
+
+    def _catalog_vector_hits(
+        self,
+        query_vec: Any,
+        depth: int,
+        wing: str | None,
+        room: str | None,
+        distances: dict[str, float],
+    ) -> list[tuple[str, float, str, dict[str, Any]]] | None:
+        """The `depth` nearest drawers by exact cosine distance over the catalogue's vectors
+        (as Chroma's cosine space measures it); fills `distances` for every filtered drawer.
+        None if a filtered drawer has no vector in the catalogue."""
+        import numpy as np
+
+        ids, matrix = self.catalog.vectors(wing, room)
+        if matrix is None:
+            return None
+        if not ids:
+            return []
+        q = np.asarray(query_vec, dtype=np.float32)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        norms = np.linalg.norm(matrix, axis=1)
+        dist = 1.0 - (matrix @ q) / np.maximum(norms, 1e-12)
+        distances.update(zip(ids, dist.tolist(), strict=True))
+        order = np.argsort(dist, kind="stable")[:depth]
+        return [(ids[i], float(dist[i]), "", {}) for i in order.tolist()]
 
     # -- single drawers ---------------------------------------------------------------------
     def get_drawer(self, drawer_id: str) -> dict[str, Any]:
@@ -177,9 +235,15 @@ class DrawerOps(PalaceCore):
                 f"No drawer with id {drawer_id!r}.",
                 hint="Drawer ids come from search results (drawer_id).",
             )
-        return {"drawer_id": row.id, "text": row.text, "wing": row.wing, "room": row.room,
-                "source_file": row.source_file, "filed_at": row.filed_at,
-                "metadata": row.metadata}
+        return {
+            "drawer_id": row.id,
+            "text": row.text,
+            "wing": row.wing,
+            "room": row.room,
+            "source_file": row.source_file,
+            "filed_at": row.filed_at,
+            "metadata": row.metadata,
+        }
 
     def check_duplicate(self, content: str, threshold: float = DUPLICATE_THRESHOLD) -> dict:
         _check_content(content)
@@ -190,8 +254,13 @@ class DrawerOps(PalaceCore):
         self.sync()
         vec = self.embedder.embed([content])[0]
         matches = [
-            {"drawer_id": i, "similarity": _similarity(d), "wing": m.get("wing"),
-             "room": m.get("room"), "text": doc[:300]}
+            {
+                "drawer_id": i,
+                "similarity": _similarity(d),
+                "wing": m.get("wing"),
+                "room": m.get("room"),
+                "text": doc[:300],
+            }
             for i, d, doc, m in self.store.query(vec, 5, None)
             if 1.0 - d >= threshold
         ]
@@ -222,25 +291,30 @@ class DrawerOps(PalaceCore):
         vec = self.embedder.embed([content])
         if check_duplicates:
             matches = [
-                {"drawer_id": i, "similarity": _similarity(d), "wing": m.get("wing"),
-                 "room": m.get("room"), "text": doc[:300]}
+                {
+                    "drawer_id": i,
+                    "similarity": _similarity(d),
+                    "wing": m.get("wing"),
+                    "room": m.get("room"),
+                    "text": doc[:300],
+                }
                 for i, d, doc, m in self.store.query(vec[0], 5, None)
                 if 1.0 - d >= DUPLICATE_THRESHOLD
             ]
             if matches:
                 return {"success": False, "reason": "duplicate", "matches": matches}
         meta: dict[str, Any] = dict(metadata or {})
-        meta.update(added_by=added_by, content_hash=digest, ingest_mode=meta.get("ingest_mode",
-                                                                                    "manual"))
-        row = DrawerRow(drawer_id, wing_n, room_n, source_file or "", None, now_iso(), content,
-                        meta)
+        meta.update(
+            added_by=added_by, content_hash=digest, ingest_mode=meta.get("ingest_mode", "manual")
+        )
+        row = DrawerRow(
+            drawer_id, wing_n, room_n, source_file or "", None, now_iso(), content, meta
+        )
         with self.lock.hold():
             self._file_drawers([row], vec)
         return {"success": True, "drawer_id": drawer_id, "wing": wing_n, "room": room_n}
 
-    def add_drawers(
-        self, drawers: list[dict[str, Any]], added_by: str = "mcp"
-    ) -> dict[str, Any]:
+    def add_drawers(self, drawers: list[dict[str, Any]], added_by: str = "mcp") -> dict[str, Any]:
         """File many drawers at once: one embedding pass, one lock hold, no duplicate check.
 
         Each item is {wing, room, content, source_file?, metadata?}. Ids are derived exactly as
@@ -261,11 +335,24 @@ class DrawerOps(PalaceCore):
             drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
             ids.append(drawer_id)
             meta: dict[str, Any] = dict(item.get("metadata") or {})
-            meta.update(added_by=added_by, content_hash=digest,
-                        ingest_mode=meta.get("ingest_mode", "manual"))
-            rows.setdefault(drawer_id, DrawerRow(drawer_id, wing_n, room_n,
-                                                 item.get("source_file") or "", None, stamp,
-                                                 content, meta))  # type: ignore[arg-type]
+            meta.update(
+                added_by=added_by,
+                content_hash=digest,
+                ingest_mode=meta.get("ingest_mode", "manual"),
+            )
+            rows.setdefault(
+                drawer_id,
+                DrawerRow(
+                    drawer_id,
+                    wing_n,
+                    room_n,
+                    item.get("source_file") or "",
+                    None,
+                    stamp,
+                    content,
+                    meta,
+                ),
+            )  # type: ignore[arg-type]
         self.create()
         self.sync()
         existing = self.catalog.get(list(rows))
@@ -274,8 +361,12 @@ class DrawerOps(PalaceCore):
             vecs = self.embedder.embed([r.text for r in new_rows])
             with self.lock.hold():
                 self._file_drawers(new_rows, vecs)
-        return {"success": True, "drawer_ids": ids, "added": len(new_rows),
-                "already_stored": len(rows) - len(new_rows)}
+        return {
+            "success": True,
+            "drawer_ids": ids,
+            "added": len(new_rows),
+            "already_stored": len(rows) - len(new_rows),
+        }
 
     def delete_drawer(self, drawer_id: str) -> dict[str, Any]:
         self.require()
@@ -317,8 +408,12 @@ class _InBackground:
 
 
 def fusion_params() -> dict[str, Any]:
-    return {"rrf_k": RRF_K, "vector_weight": VECTOR_WEIGHT, "lexical_weight": LEXICAL_WEIGHT,
-            "candidates": CANDIDATES}
+    return {
+        "rrf_k": RRF_K,
+        "vector_weight": VECTOR_WEIGHT,
+        "lexical_weight": LEXICAL_WEIGHT,
+        "candidates": CANDIDATES,
+    }
 
 
 def fuse(vector_ids: list[str], lexical_ids: list[str]) -> list[str]:
@@ -343,5 +438,4 @@ def _check_content(content: str) -> None:
 
 
 def row_summary(row: DrawerRow) -> dict[str, Any]:
-    return {"drawer_id": row.id, "wing": row.wing, "room": row.room,
-            "source_file": row.source_file}
+    return {"drawer_id": row.id, "wing": row.wing, "room": row.room, "source_file": row.source_file}
