@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.errors import PalaceCorruptError
+from mempalace_cli.sqlite_db import open_palace_db
 
 CATALOG_FILE = "mempalace_index.sqlite3"
 SCHEMA_VERSION = 2
@@ -144,28 +144,14 @@ class Catalog:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-                _migrate(conn)
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (VECTORS_META,)
-                )
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-                conn.commit()
-            except sqlite3.DatabaseError as exc:
-                raise PalaceCorruptError(
-                    f"The palace index {self.path} can't be read: {exc}.",
-                    hint=f"Move it aside (mv {self.path} {self.path}.bad); the next command "
-                    "rebuilds it from the drawers.",
-                ) from exc
-            self._conn = conn
+            self._conn = open_palace_db(
+                self.path,
+                _SCHEMA,
+                "The palace index",
+                hint=f"Move it aside (mv {self.path} {self.path}.bad); the next command "
+                "rebuilds it from the drawers.",
+                setup=_setup,
+            )
         return self._conn
 
     def close(self) -> None:
@@ -361,6 +347,15 @@ class Catalog:
 
     def delete_file(self, conn: sqlite3.Connection, source_file: str) -> None:
         conn.execute("DELETE FROM files WHERE source_file = ?", (source_file,))
+
+
+def _setup(conn: sqlite3.Connection) -> None:
+    _migrate(conn)
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (VECTORS_META,))
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
+        (str(SCHEMA_VERSION),),
+    )
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

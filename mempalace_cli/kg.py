@@ -25,7 +25,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.errors import InvalidInputError, NotFoundError, PalaceCorruptError
+from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.sqlite_db import open_palace_db
 
 KG_FILE = "knowledge_graph.sqlite3"
 DIRECTIONS = ("outgoing", "incoming", "both")
@@ -175,20 +176,13 @@ class KnowledgeGraph:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-                conn.commit()
-            except sqlite3.DatabaseError as exc:
-                raise PalaceCorruptError(
-                    f"The knowledge graph {self.path} can't be read: {exc}.",
-                    hint=f"Move it aside (mv {self.path} {self.path}.bad) to start an empty "
-                    "graph, or restore it from a backup.",
-                ) from exc
-            self._conn = conn
+            self._conn = open_palace_db(
+                self.path,
+                _SCHEMA,
+                "The knowledge graph",
+                hint=f"Move it aside (mv {self.path} {self.path}.bad) to start an empty "
+                "graph, or restore it from a backup.",
+            )
         return self._conn
 
     def close(self) -> None:

@@ -63,8 +63,14 @@ def test_search_finds_the_expected_note_first(mined_notes, cli_json):
 
 def test_search_json_shape(mined_notes, cli_json):
     doc = cli_json(
-        "--palace", mined_notes["palace"], "search", "who owns the thumbnail worker",
-        "--wing", "notes", "-n", "4",
+        "--palace",
+        mined_notes["palace"],
+        "search",
+        "who owns the thumbnail worker",
+        "--wing",
+        "notes",
+        "-n",
+        "4",
     )
     assert set(doc) >= {"query", "filters", "results"}
     assert doc["query"] == "who owns the thumbnail worker"
@@ -81,9 +87,12 @@ def test_search_json_shape(mined_notes, cli_json):
         "--palace", mined_notes["palace"], "search", "pricing", "--room", "decisions"
     )
     assert filtered["results"] and all(r["room"] == "decisions" for r in filtered["results"])
-    assert cli_json("--palace", mined_notes["palace"], "search", "pricing", "--wing", "nope")[
-        "results"
-    ] == []
+    assert (
+        cli_json("--palace", mined_notes["palace"], "search", "pricing", "--wing", "nope")[
+            "results"
+        ]
+        == []
+    )
 
 
 def test_status_json_counts_by_wing_and_room(mined_notes, cli_json):
@@ -103,7 +112,9 @@ def test_mine_is_incremental(cli_json, notes, tmp_path):
 
     again = cli_json("mine", notes)
     assert again["files"] == {
-        "mined": 0, "unchanged": first["files"]["mined"], "removed": 0,
+        "mined": 0,
+        "unchanged": first["files"]["mined"],
+        "removed": 0,
         "skipped": first["files"]["skipped"],
     }
     assert again["drawers"] == {"added": 0, "removed": 0}
@@ -235,8 +246,14 @@ def test_opens_a_palace_made_without_our_embedding_function(tmp_path, embedder, 
         embeddings=embedder.embed(texts).tolist(),
         documents=texts,
         metadatas=[
-            {"wing": "proj", "room": room, "source_file": f"/notes/{i}.md", "chunk_index": 0,
-             "added_by": "mempalace", "filed_at": "2026-01-05T10:00:00"}
+            {
+                "wing": "proj",
+                "room": room,
+                "source_file": f"/notes/{i}.md",
+                "chunk_index": 0,
+                "added_by": "mempalace",
+                "filed_at": "2026-01-05T10:00:00",
+            }
             for i, room in enumerate(["decisions", "people", "ops"])
         ],
     )
@@ -255,16 +272,28 @@ def test_installed_script_runs_end_to_end(tmp_path):
     env.pop("MEMPALACE_PALACE", None)
     folder = tmp_path / "notes"
     shutil.copytree(NOTES / "people", folder)
-    init = subprocess.run([exe, "init", str(folder)], env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=120)
+    init = subprocess.run(
+        [exe, "init", str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
     assert init.returncode == 0, init.stderr
     assert "Next: mempalace mine" in init.stdout
-    mine = subprocess.run([exe, "mine", str(folder), "--json"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    mine = subprocess.run(
+        [exe, "mine", str(folder), "--json"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert mine.returncode == 0, mine.stderr
     assert json.loads(mine.stdout)["drawers"]["added"] > 0
-    search = subprocess.run([exe, "search", "who prefers async updates", "--json"], env=env,
-                            capture_output=True, text=True, timeout=120)
+    search = subprocess.run(
+        [exe, "search", "who prefers async updates", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert search.returncode == 0 and json.loads(search.stdout)["results"]
     plain = subprocess.run([exe, "status"], env=env, capture_output=True, text=True, timeout=60)
     assert plain.returncode == 0 and "drawers" in plain.stdout
@@ -283,8 +312,9 @@ def test_light_commands_do_not_load_the_model(command, tmp_path):
         "print(r.exit_code, 'onnxruntime' in sys.modules, 'chromadb' in sys.modules)\n"
     )
     env = {**os.environ, "MEMPALACE_HOME": str(tmp_path / "home")}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
     exit_code, ort_loaded, chroma_loaded = out.stdout.split()
     assert ort_loaded == "False", out.stdout
     if command == ["--help"]:

@@ -129,7 +129,12 @@ def mine(
     bar = _MineProgress(env) if env.err.is_terminal and not json_output else None
     try:
         report = env.palace().mine(
-            directory, wing=wing, agent=agent, mode=mode, dry_run=dry_run, limit=limit,
+            directory,
+            wing=wing,
+            agent=agent,
+            mode=mode,
+            dry_run=dry_run,
+            limit=limit,
             progress=bar,
         )
     finally:

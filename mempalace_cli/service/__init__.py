@@ -19,8 +19,7 @@ from mempalace_cli.service.watching import WatchOps
 
 
 class Palace(
-    WatchOps,
-    MiningOps, ConvoMiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps, WakeUpOps
+    WatchOps, MiningOps, ConvoMiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps, WakeUpOps
 ):
     """One palace: every operation the tool offers."""
 
