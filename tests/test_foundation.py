@@ -319,3 +319,23 @@ def test_light_commands_do_not_load_the_model(command, tmp_path):
     assert ort_loaded == "False", out.stdout
     if command == ["--help"]:
         assert chroma_loaded == "False"
+
+
+def test_editing_rooms_in_mempalace_toml_re_routes_only_the_files_that_move(cli_json, notes):
+    cli_json("init", notes)
+    first = cli_json("mine", notes)
+    toml = (notes / "mempalace.toml").read_text()
+    assert 'name = "decisions"' in toml
+    (notes / "mempalace.toml").write_text(
+        toml.replace('name = "decisions"', 'name = "records"').replace(
+            'keywords = [\n    "decisions",\n]', 'keywords = ["adr", "decision", "consequences"]'
+        )
+    )
+    again = cli_json("mine", notes)
+    moved = set(again["mined_files"])
+    decisions = {f"decisions/{p.name}" for p in (notes / "decisions").iterdir()}
+    assert decisions <= moved and len(moved) < first["files"]["mined"] // 2
+    assert again["files"]["unchanged"] == first["files"]["mined"] - len(moved)
+    rooms = cli_json("status")["rooms"]
+    assert "records" in rooms and "decisions" not in rooms
+    assert cli_json("mine", notes)["files"]["mined"] == 0

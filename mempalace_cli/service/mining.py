@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,12 @@ ProgressFn = Callable[[str, dict[str, Any]], None]
 EMBED_GROUP = 256  # chunks embedded and written per lock hold
 MINE_MODES = ("projects", "convos")
 DEFAULT_AGENT = "mempalace-cli"
+
+
+def rooms_fingerprint(project: ProjectConfig) -> str:
+    """What the routing of files to rooms depends on, hashed."""
+    rooms = [(r.name, sorted(r.keywords)) for r in project.rooms]
+    return hashlib.sha256(json.dumps(rooms).encode()).hexdigest()[:16]
 
 
 def drawer_id_for(wing: str, room: str, source_file: str, chunk_index: int) -> str:
@@ -170,7 +177,13 @@ class MiningOps(PalaceCore):
         known = self.catalog.files_under(str(root)) if self.catalog.exists else {}
         notify = progress or (lambda event, data: None)
 
-        pending, seen = self._scan(root, project, wing_name, agent, known, limit, report)
+        rooms_key = f"rooms:{root}"
+        fingerprint = rooms_fingerprint(project)
+        stored = self.catalog.get_meta(rooms_key) if self.catalog.exists else None
+        rooms_changed = stored is not None and stored != fingerprint
+        pending, seen = self._scan(
+            root, project, wing_name, agent, known, limit, report, rooms_changed
+        )
         report.limited = limit is not None and len(seen) >= limit
         removed = [] if report.limited else [src for src in known if src not in seen]
         # The manifest alone decides what changed; the drawer store (and the second it takes
@@ -187,6 +200,9 @@ class MiningOps(PalaceCore):
         else:
             self._write_pending(pending, root, wing_name, mode, report, notify)
             self._remove_files(root, removed, known, report)
+            if stored != fingerprint and not report.limited:
+                with self.catalog.transaction() as conn:
+                    self.catalog.set_meta(conn, rooms_key, fingerprint)
         report.elapsed_seconds = time.perf_counter() - started
         return report.to_dict()
 
@@ -200,6 +216,7 @@ class MiningOps(PalaceCore):
         known: dict[str, FileRecord],
         limit: int | None,
         report: MineReport,
+        rooms_changed: bool = False,
     ) -> tuple[list[PendingFile], set[str]]:
         pending: list[PendingFile] = []
         seen: set[str] = set()
@@ -213,7 +230,9 @@ class MiningOps(PalaceCore):
             assert isinstance(item, Candidate)
             src = str(item.path)
             seen.add(src)
-            planned = self._plan_candidate(root, item, project, wing, agent, known.get(src), report)
+            planned = self._plan_candidate(
+                root, item, project, wing, agent, known.get(src), report, rooms_changed
+            )
             if planned is False:  # mined before and now unusable: its drawers go
                 seen.discard(src)
             elif isinstance(planned, PendingFile):
@@ -229,9 +248,12 @@ class MiningOps(PalaceCore):
         agent: str | None,
         rec: FileRecord | None,
         report: MineReport,
+        rooms_changed: bool = False,
     ) -> PendingFile | bool:
         """One file's drawers to (re)file; True when its stored drawers stand (unchanged, or
-        unreadable now); False when it was mined before and can't be read as text any more."""
+        unreadable now); False when it was mined before and can't be read as text any more.
+        With `rooms_changed` (the rooms in mempalace.toml were edited), an unchanged file whose
+        room would now differ is re-filed too."""
         src = str(item.path)
         try:
             st = item.path.stat()
@@ -240,7 +262,7 @@ class MiningOps(PalaceCore):
             return True
         # A file mined in another mode (convos) or into another wing is re-filed.
         same_place = rec is not None and rec.wing == wing and rec.ingest_mode == "projects"
-        if same_place and rec.size == st.st_size and rec.mtime == st.st_mtime:
+        if same_place and not rooms_changed and (rec.size, rec.mtime) == (st.st_size, st.st_mtime):
             report.files_unchanged += 1
             return True
         content = read_text_file(item.path, int(project.max_file_mb * 1_000_000))
@@ -248,7 +270,11 @@ class MiningOps(PalaceCore):
             report.files_skipped.append({"file": item.rel, "reason": content})
             return rec is None  # mined before and now unusable: False, its drawers go
         digest = sha256_file(item.path)
-        if same_place and rec.content_hash == digest:
+        if (
+            same_place
+            and rec.content_hash == digest
+            and not self._room_moved(rec, item.rel, content.text, project, rooms_changed)
+        ):
             report.files_unchanged += 1
             if not report.dry_run:
                 with self.catalog.transaction() as conn:
@@ -280,6 +306,14 @@ class MiningOps(PalaceCore):
         ]
         old_ids = list(rec.drawer_ids) if rec else []
         return PendingFile(item.path, item.rel, st.st_size, st.st_mtime, digest, rows, old_ids)
+
+    def _room_moved(
+        self, rec: FileRecord, rel: str, text: str, project: ProjectConfig, rooms_changed: bool
+    ) -> bool:
+        if not rooms_changed or not rec.drawer_ids:
+            return False
+        current = self.catalog.get(rec.drawer_ids[:1]).get(rec.drawer_ids[0])
+        return current is not None and current.room != plan_file(rel, text, project.rooms)[0]
 
     def _write_pending(
         self,
