@@ -33,7 +33,7 @@ def palace(mined_notes: dict, tmp_path: Path) -> Path:
     dest = tmp_path / "palace"
     shutil.copytree(mined_notes["palace"], dest)
     p = open_palace(str(dest))
-    p.sync()  # the copy's store may have been opened by other tests since: re-stamp it
+    p.sync(restamp=True)  # other tests may have opened the store since: re-stamp it
     p.close()
     return dest
 

@@ -194,7 +194,7 @@ class PalaceCore:
         """A writer died mid-write (its in-progress mark is still set): `sync` must run."""
         return self.catalog.exists and self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
 
-    def sync(self) -> int:
+    def sync(self, restamp: bool = False) -> int:
         """Rebuild the catalogue from the store when a writer died half-way or their drawer
         counts differ (a palace MemPalace wrote, another machine on a Chroma server).
 
@@ -210,9 +210,10 @@ class PalaceCore:
         self._check_store_present()
         if not dirty and self.store.count() == self.catalog.count():
             self._synced_generation = generation
-            # Opening Chroma touches its file: record it (and backfill vectors) under the
-            # lock, so the next fresh process can trust the catalogue without Chroma.
-            if not local or self.catalog_trusted():
+            # Opening Chroma touches its file. A search (`restamp`) records it (and backfills
+            # vectors) under the lock, so the next fresh process can search without Chroma;
+            # other reads leave the catalogue alone.
+            if not (local and restamp) or self.catalog_trusted():
                 return 0
         with self.lock.hold():
             # A live writer sets the flag too; holding the lock, a set flag means a dead one.
