@@ -32,6 +32,13 @@ class PalaceGroup(TyperGroup):
                 raise
             print_json({"error": {"message": exc.format_message(), "hint": None, "kind": "usage"}})
             raise typer.Exit(EXIT_USAGE) from None
+        finally:
+            # Close the palace's database handles when the command ends, not at interpreter
+            # exit: CliRunner runs many commands in one process.
+            env = ctx.obj
+            if isinstance(env, Env) and env._palace is not None:
+                env._palace.close()
+                env._palace = None
 
 
 app = typer.Typer(
