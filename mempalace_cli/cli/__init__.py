@@ -14,12 +14,27 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
 from mempalace_cli import __version__, errors
-from mempalace_cli.cli.env import EXIT_USAGE, Env, get_env, print_json, report_error
+from mempalace_cli.cli.env import (
+    CONTEXT_SETTINGS,
+    EXIT_USAGE,
+    Env,
+    get_env,
+    print_json,
+    report_error,
+)
+from mempalace_cli.cli.global_options import hoist_global_options
+from mempalace_cli.cli.help_format import install as install_readable_help
+
+install_readable_help()
 
 
 class PalaceGroup(TyperGroup):
     """Runs the command; maps MemPalaceError (and, with --json, usage errors) to output and an
-    exit status, so no user error ever shows a traceback."""
+    exit status, so no user error ever shows a traceback. Global options are accepted after
+    the sub-command too (`hoist_global_options`)."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
 
     def invoke(self, ctx: typer.Context) -> Any:
         as_json = "--json" in [*getattr(ctx, "_protected_args", []), *ctx.args]
@@ -45,8 +60,12 @@ app = typer.Typer(
     cls=PalaceGroup,
     name="mempalace",
     help="A local-first memory palace for AI agents: file notes, code and chats verbatim, "
-    "then search them, keep facts with a history, and serve it all over MCP.",
+    "then search them, keep facts with a history, and serve it all over MCP.\n\n"
+    "Global options (--palace, --chroma-url, --json, --quiet) work before or after the "
+    "command.\n\n"
+    'Example: mempalace init ~/notes && mempalace mine ~/notes && mempalace search "why X?"',
     no_args_is_help=True,
+    context_settings=CONTEXT_SETTINGS,
     add_completion=False,
     rich_markup_mode="rich",
     pretty_exceptions_show_locals=False,
@@ -75,6 +94,12 @@ def root(
         metavar="URL",
         help="Keep drawers in a Chroma server (http://host:port) instead of the palace folder.",
     ),
+    json_output: bool = typer.Option(
+        False, "--json", help="Print one JSON document on stdout (errors too), for scripts."
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bars or notes on stderr; results and errors only."
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
     ),
@@ -82,6 +107,8 @@ def root(
     env = get_env(ctx)
     env.palace_option = palace
     env.chroma_url = chroma_url
+    env.json = json_output
+    env.set_quiet(quiet)
 
 
 def _register() -> None:

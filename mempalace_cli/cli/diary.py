@@ -7,9 +7,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from mempalace_cli.cli.env import get_env, print_json
-
-JSON_HELP = "Print one JSON document on stdout instead of text."
+from mempalace_cli.cli.env import JSON_HELP, get_env, json_option, print_json
 
 diary_app = typer.Typer(
     help="An agent's diary: entries are drawers in wing_<agent> / diary, searchable too.",
@@ -23,7 +21,7 @@ def write(
     agent: str = typer.Argument(..., help="Whose diary, e.g. claude."),
     text: str = typer.Argument(..., help="The entry; - reads it from standard input."),
     topic: str = typer.Option(None, "--topic", "-t", help="A topic (default: general)."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Add an entry to AGENT's diary."""
     env = get_env(ctx)
@@ -44,7 +42,7 @@ def read(
     ctx: typer.Context,
     agent: str = typer.Argument(..., help="Whose diary."),
     last: int = typer.Option(10, "--last", "-n", min=1, max=1000, help="How many entries."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Show AGENT's latest diary entries, newest first."""
     env = get_env(ctx)

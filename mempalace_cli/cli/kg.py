@@ -8,9 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mempalace_cli.cli.env import Env, get_env, print_json
+from mempalace_cli.cli.env import JSON_HELP, Env, get_env, json_option, print_json
 
-JSON_HELP = "Print one JSON document on stdout instead of tables."
 DATE_HELP = "YYYY-MM-DD or an ISO datetime."
 
 kg_app = typer.Typer(
@@ -62,7 +61,7 @@ def add(
     source_file: str = typer.Option(None, "--source-file", help="File it came from."),
     subject_type: str = typer.Option(None, "--subject-type", help="e.g. project, person."),
     object_type: str = typer.Option(None, "--object-type", help="e.g. service, person."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Record the fact SUBJECT PREDICATE OBJECT (creates the palace folder if needed)."""
     env = get_env(ctx)
@@ -98,7 +97,7 @@ def query(
     direction: str = typer.Option(
         "both", "--direction", "-d", help="outgoing (ENTITY is the subject), incoming, or both."
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Show the facts about ENTITY, optionally as they stood on a date."""
     env = get_env(ctx)
@@ -127,7 +126,7 @@ def invalidate(
     ended: str = typer.Option(
         None, "--ended", help="First date the fact no longer holds (default today). " + DATE_HELP
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Mark SUBJECT PREDICATE OBJECT as no longer true. History keeps it."""
     env = get_env(ctx)
@@ -148,7 +147,7 @@ def timeline(
     ctx: typer.Context,
     entity: str = typer.Argument(None, help="Only facts about this entity (default: all)."),
     limit: int = typer.Option(None, "--limit", min=1, help="At most this many facts."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Show facts in chronological order of when they became true."""
     env = get_env(ctx)
@@ -168,7 +167,7 @@ def timeline(
 @kg_app.command("stats")
 def stats(
     ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Count entities, facts (current and expired) and predicates."""
     env = get_env(ctx)

@@ -9,10 +9,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mempalace_cli.cli.env import Env, get_env, print_json
+from mempalace_cli.cli.env import JSON_HELP, Env, get_env, json_option, print_json
 from mempalace_cli.errors import InvalidInputError
-
-JSON_HELP = "Print one JSON document on stdout instead of tables."
 
 
 def init(
@@ -20,7 +18,7 @@ def init(
     directory: Path = typer.Argument(..., help="The folder to file into the palace."),
     wing: str = typer.Option(None, "--wing", help="Wing name (default: the folder's name)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Overwrite an existing mempalace.toml."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Detect rooms from DIRECTORY's layout, write DIRECTORY/mempalace.toml, create the palace."""
     env = get_env(ctx)
@@ -108,7 +106,7 @@ def mine(
     poll: bool = typer.Option(
         False, "--poll", help="With --watch: poll for changes instead of using inotify."
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """File every text, code and document file of DIRECTORY into the palace.
 

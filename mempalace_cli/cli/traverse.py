@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from mempalace_cli import errors
-from mempalace_cli.cli.env import EXIT_STATUS, Env, get_env, print_json
+from mempalace_cli.cli.env import EXIT_STATUS, Env, get_env, json_option, print_json
 
 JSON_HELP = "Print one JSON document on stdout instead of a tree or tables."
 
@@ -29,7 +29,7 @@ def traverse(
         None, "--export", metavar="FORMAT", help="Print the graph as mermaid or dot."
     ),
     output: Path = typer.Option(None, "--output", "-o", help="With --export: write to a file."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Walk the palace graph from ROOM; show tunnels between wings, stats, or export it.
 

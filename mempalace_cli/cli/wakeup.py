@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from mempalace_cli.cli.env import get_env, print_json
+from mempalace_cli.cli.env import get_env, json_option, print_json
 
 JSON_HELP = "Print one JSON document on stdout: the text and each layer with its token count."
 
@@ -18,7 +18,7 @@ def wake_up(
     aaak_spec: bool = typer.Option(
         False, "--aaak-spec", help="Print the AAAK summary notation instead."
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Print identity (L0), the essential story (L1) and the memory protocol, within a budget.
 
