@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT death (128 + 2)
 EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.InvalidInputError: 2,
     errors.NoPalaceError: 3,

@@ -8,12 +8,22 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mempalace_cli.cli.env import JSON_HELP, Env, get_env, json_option, print_json
+from mempalace_cli.cli.env import (
+    CONTEXT_SETTINGS,
+    JSON_HELP,
+    Env,
+    get_env,
+    json_option,
+    print_json,
+)
 
 DATE_HELP = "YYYY-MM-DD or an ISO datetime."
 
 kg_app = typer.Typer(
-    help="Facts with a history: who owns what, since when, and until when.",
+    help="Facts with a history: who owns what, since when, and until when.\n\n"
+    "Example: mempalace kg add MyProject uses Clerk --from 2026-03-26 && "
+    "mempalace kg query MyProject",
+    context_settings=CONTEXT_SETTINGS,
     no_args_is_help=True,
 )
 
@@ -49,21 +59,44 @@ def _facts_table(title: str, facts: list[dict[str, Any]], with_direction: bool) 
 @kg_app.command("add")
 def add(
     ctx: typer.Context,
-    subject: str = typer.Argument(..., help="Who or what the fact is about, e.g. MyProject."),
-    predicate: str = typer.Argument(..., help='The relation, e.g. "uses" or "owned by".'),
-    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end, e.g. Clerk."),
-    valid_from: str = typer.Option(None, "--valid-from", "--from", help="True from. " + DATE_HELP),
-    valid_to: str = typer.Option(
-        None, "--valid-to", "--to", help="True until (first date it no longer holds)."
+    subject: str = typer.Argument(
+        ..., metavar="SUBJECT", help="Who or what the fact is about, e.g. MyProject."
     ),
-    confidence: float = typer.Option(1.0, "--confidence", min=0.0, max=1.0, help="0 to 1."),
-    source_drawer: str = typer.Option(None, "--source-drawer", help="Drawer id it came from."),
-    source_file: str = typer.Option(None, "--source-file", help="File it came from."),
-    subject_type: str = typer.Option(None, "--subject-type", help="e.g. project, person."),
-    object_type: str = typer.Option(None, "--object-type", help="e.g. service, person."),
+    predicate: str = typer.Argument(
+        ..., metavar="PREDICATE", help='The relation, e.g. "uses" or "owned by".'
+    ),
+    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end, e.g. Clerk."),
+    valid_from: str = typer.Option(
+        None, "--valid-from", "--from", metavar="DATE", help="True from. " + DATE_HELP
+    ),
+    valid_to: str = typer.Option(
+        None,
+        "--valid-to",
+        "--to",
+        metavar="DATE",
+        help="True until (first date it no longer holds).",
+    ),
+    confidence: float = typer.Option(
+        1.0, "--confidence", metavar="0-1", min=0.0, max=1.0, help="How sure, 0 to 1."
+    ),
+    source_drawer: str = typer.Option(
+        None, "--source-drawer", metavar="DRAWER-ID", help="Drawer id it came from."
+    ),
+    source_file: str = typer.Option(
+        None, "--source-file", metavar="PATH", help="File it came from."
+    ),
+    subject_type: str = typer.Option(
+        None, "--subject-type", metavar="TYPE", help="e.g. project, person."
+    ),
+    object_type: str = typer.Option(
+        None, "--object-type", metavar="TYPE", help="e.g. service, person."
+    ),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Record the fact SUBJECT PREDICATE OBJECT (creates the palace folder if needed)."""
+    """Record the fact SUBJECT PREDICATE OBJECT (creates the palace folder if needed).
+
+    Example: mempalace kg add MyProject uses Clerk --from 2026-03-26
+    """
     env = get_env(ctx)
     result = env.palace().kg_add(
         subject,
@@ -92,14 +125,25 @@ def add(
 @kg_app.command("query")
 def query(
     ctx: typer.Context,
-    entity: str = typer.Argument(..., help="The entity (case doesn't matter)."),
-    as_of: str = typer.Option(None, "--as-of", help="Only facts true on this date. " + DATE_HELP),
+    entity: str = typer.Argument(..., metavar="ENTITY", help="The entity (case doesn't matter)."),
+    as_of: str = typer.Option(
+        None, "--as-of", metavar="DATE", help="Only facts true on this date. " + DATE_HELP
+    ),
     direction: str = typer.Option(
-        "both", "--direction", "-d", help="outgoing (ENTITY is the subject), incoming, or both."
+        "both",
+        "--direction",
+        "-d",
+        metavar="outgoing|incoming|both",
+        help="outgoing (ENTITY is the subject), incoming, or both.",
     ),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Show the facts about ENTITY, optionally as they stood on a date."""
+    """Show the facts about ENTITY, optionally as they stood on a date.
+
+    An unknown entity is "not found" (exit status 4) and the closest names are suggested.
+
+    Example: mempalace kg query MyProject --as-of 2026-03-01
+    """
     env = get_env(ctx)
     result = env.palace().kg_query(entity, as_of=as_of, direction=direction)
     if json_output:
@@ -120,15 +164,21 @@ def query(
 @kg_app.command("invalidate")
 def invalidate(
     ctx: typer.Context,
-    subject: str = typer.Argument(...),
-    predicate: str = typer.Argument(...),
-    obj: str = typer.Argument(..., metavar="OBJECT"),
+    subject: str = typer.Argument(..., metavar="SUBJECT", help="Who or what the fact is about."),
+    predicate: str = typer.Argument(..., metavar="PREDICATE", help="The relation."),
+    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end."),
     ended: str = typer.Option(
-        None, "--ended", help="First date the fact no longer holds (default today). " + DATE_HELP
+        None,
+        "--ended",
+        metavar="DATE",
+        help="First date the fact no longer holds (default today). " + DATE_HELP,
     ),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Mark SUBJECT PREDICATE OBJECT as no longer true. History keeps it."""
+    """Mark SUBJECT PREDICATE OBJECT as no longer true. History keeps it.
+
+    Example: mempalace kg invalidate MyProject uses Auth0 --ended 2026-03-26
+    """
     env = get_env(ctx)
     result = env.palace().kg_invalidate(subject, predicate, obj, ended=ended)
     if json_output:
@@ -145,11 +195,16 @@ def invalidate(
 @kg_app.command("timeline")
 def timeline(
     ctx: typer.Context,
-    entity: str = typer.Argument(None, help="Only facts about this entity (default: all)."),
-    limit: int = typer.Option(None, "--limit", min=1, help="At most this many facts."),
+    entity: str = typer.Argument(
+        None, metavar="ENTITY", help="Only facts about this entity (default: all)."
+    ),
+    limit: int = typer.Option(None, "--limit", metavar="N", min=1, help="At most this many facts."),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Show facts in chronological order of when they became true."""
+    """Show facts in chronological order of when they became true.
+
+    Example: mempalace kg timeline MyProject --limit 20
+    """
     env = get_env(ctx)
     result = env.palace().kg_timeline(entity, limit=limit)
     if json_output:
@@ -169,7 +224,10 @@ def stats(
     ctx: typer.Context,
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Count entities, facts (current and expired) and predicates."""
+    """Count entities, facts (current and expired) and predicates.
+
+    Example: mempalace kg stats --json
+    """
     env = get_env(ctx)
     result = env.palace().kg_stats()
     if json_output:
