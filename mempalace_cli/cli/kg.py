@@ -74,7 +74,7 @@ def add(
         "--valid-to",
         "--to",
         metavar="DATE",
-        help="True until (first date it no longer holds).",
+        help="True until (the last date it holds, included).",
     ),
     confidence: float = typer.Option(
         1.0, "--confidence", metavar="0-1", min=0.0, max=1.0, help="How sure, 0 to 1."
