@@ -112,10 +112,11 @@ def root(
 
 
 def _register() -> None:
-    from mempalace_cli.cli import diary, kg, mining, search, serve, traverse, wakeup
+    from mempalace_cli.cli import diary, drawers, kg, mining, search, serve, traverse, wakeup
 
     mining.register(app)
     search.register(app)
+    drawers.register(app)
     serve.register(app)
     wakeup.register(app)
     kg.register(app)

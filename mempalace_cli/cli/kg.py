@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import typer
@@ -12,9 +13,11 @@ from mempalace_cli.cli.env import (
     CONTEXT_SETTINGS,
     JSON_HELP,
     Env,
+    did_you_mean,
     get_env,
     json_option,
     print_json,
+    report_not_found,
 )
 
 DATE_HELP = "YYYY-MM-DD or an ISO datetime."
@@ -146,16 +149,20 @@ def query(
     """
     env = get_env(ctx)
     result = env.palace().kg_query(entity, as_of=as_of, direction=direction)
-    if json_output:
-        print_json(result)
-        return
     when = f" as of {result['as_of']}" if result["as_of"] else ""
     if not result["facts"]:
-        env.out.print(f"No facts about {result['entity']!r}{when}.", highlight=False)
-        if result.get("suggestions"):
-            env.out.print(f"Did you mean: {', '.join(result['suggestions'])}?", highlight=False)
-        elif "suggestions" in result:
-            env.out.print("Add one with: mempalace kg add SUBJECT PREDICATE OBJECT")
+        if "suggestions" in result:  # no such entity
+            message = f"No entity named {entity!r} in the knowledge graph."
+            hint = did_you_mean(result["suggestions"]) or (
+                "Add a fact with: mempalace kg add SUBJECT PREDICATE OBJECT"
+            )
+        else:  # it exists, but the date or direction leaves nothing
+            side = "" if direction == "both" else f"{direction} "
+            message = f"No {side}facts about {result['entity']!r}{when}."
+            hint = f"See all its facts with: mempalace kg timeline {shlex.quote(entity)}"
+        report_not_found(json_output, message, hint, result)
+    if json_output:
+        print_json(result)
         return
     title = f"{escape(result['entity'])}{when}: {result['count']} fact(s)"
     env.out.print(_facts_table(title, result["facts"], with_direction=True))

@@ -51,6 +51,16 @@ def search(
         metavar="hybrid|vector|lexical",
         help="Ranking: hybrid (lexical + semantic, the default), vector or lexical only.",
     ),
+    since: str = typer.Option(
+        None,
+        "--since",
+        metavar="DATE",
+        help="Only drawers dated on or after DATE (YYYY-MM-DD): the source file's date when "
+        "known, else when it was filed.",
+    ),
+    before: str = typer.Option(
+        None, "--before", metavar="DATE", help="Only drawers dated before DATE (YYYY-MM-DD)."
+    ),
     full: bool = typer.Option(
         False, "--full", help="Print each drawer whole instead of its best-matching lines."
     ),
@@ -71,7 +81,9 @@ def search(
     Example: mempalace search "why did we move off Auth0?" --wing notes -n 3
     """
     env = get_env(ctx)
-    result = env.palace().search(query, wing=wing, room=room, limit=n, mode=mode)
+    result = env.palace().search(
+        query, wing=wing, room=room, limit=n, mode=mode, since=since, before=before
+    )
     if aaak:
         for item in result["results"]:
             item["aaak"] = env.palace().aaak_encode(item["text"], **item["metadata"])

@@ -12,7 +12,14 @@ from rich.table import Table
 from rich.tree import Tree
 
 from mempalace_cli import errors
-from mempalace_cli.cli.env import EXIT_STATUS, Env, get_env, json_option, print_json
+from mempalace_cli.cli.env import (
+    Env,
+    did_you_mean,
+    get_env,
+    json_option,
+    print_json,
+    report_not_found,
+)
 
 JSON_HELP = "Print one JSON document on stdout instead of a tree or tables."
 
@@ -82,19 +89,14 @@ def traverse(
             hint="List the rooms with: mempalace traverse --stats",
         )
     result = palace.traverse(room, max_hops=max_hops)
+    if not result["found"]:
+        report_not_found(
+            json_output, result["message"], did_you_mean(result["suggestions"]), result
+        )
     if json_output:
         print_json(result)
-    elif result["found"]:
-        render_walk(env, result)
     else:
-        env.err.print(f"[bold red]Not found:[/] {escape(result['message'])}", highlight=False)
-        if result["suggestions"]:
-            env.err.print(
-                f"[dim]Hint:[/] try: mempalace traverse {result['suggestions'][0]}",
-                highlight=False,
-            )
-    if not result["found"]:
-        raise typer.Exit(EXIT_STATUS[errors.NotFoundError])
+        render_walk(env, result)
 
 
 def _drawers(n: int) -> str:
