@@ -112,12 +112,23 @@ def root(
 
 
 def _register() -> None:
-    from mempalace_cli.cli import diary, drawers, kg, mining, search, serve, traverse, wakeup
+    from mempalace_cli.cli import (
+        diary,
+        drawers,
+        kg,
+        mcp_config,
+        mining,
+        search,
+        serve,
+        traverse,
+        wakeup,
+    )
 
     mining.register(app)
     search.register(app)
     drawers.register(app)
     serve.register(app)
+    mcp_config.register(app)
     wakeup.register(app)
     kg.register(app)
     diary.register(app)
