@@ -3,14 +3,17 @@ stdout and stderr are a terminal, so colours and progress are on. Used by the CL
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import re
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,22 +35,30 @@ class TerminalRun:
         return ANSI.sub("", self.raw).replace("\r\n", "\n")
 
 
+@dataclass
+class Live:
+    """What `on_output` sees: the recent output (escape codes stripped), the process, and a
+    way to type into the terminal."""
+
+    text: str
+    proc: subprocess.Popen
+    master: int
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+
 def run_in_terminal(
     args: list[str],
     env: dict[str, str],
     columns: int = 120,
-    on_output: Callable[[str, subprocess.Popen], None] | None = None,
+    on_output: Callable[[Live], None] | None = None,
     timeout: float = 300,
 ) -> TerminalRun:
     """Run `mempalace ARGS` with stdin/stdout/stderr on a new pseudo-terminal of `columns`
-    columns; `on_output(all output so far, process)` is called as output arrives (a test sends
-    signals from there). Returns all output and the exit status."""
+    columns; `on_output(live)` is called as output arrives (a test sends signals or types
+    from there). Returns all output and the exit status."""
     master, slave = pty.openpty()
-    os.set_blocking(master, True)
-    import fcntl
-    import struct
-    import termios
-
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     full_env = {**env, "COLUMNS": str(columns), "TERM": "xterm-256color"}
     full_env.pop("NO_COLOR", None)
@@ -75,7 +86,9 @@ def run_in_terminal(
                 break
             chunks.append(data)
             if on_output is not None:
-                on_output(b"".join(chunks).decode("utf-8", "replace"), proc)
+                # The recent output only: progress redraws add up over a long run.
+                text = ANSI.sub("", b"".join(chunks[-50:]).decode("utf-8", "replace"))
+                on_output(Live(text, proc, master))
     finally:
         os.close(master)
     code = proc.wait(timeout=timeout)

@@ -37,13 +37,17 @@ class PalaceGroup(TyperGroup):
         return super().parse_args(ctx, hoist_global_options(args))
 
     def invoke(self, ctx: typer.Context) -> Any:
-        as_json = "--json" in [*getattr(ctx, "_protected_args", []), *ctx.args]
+        in_args = "--json" in [*getattr(ctx, "_protected_args", []), *ctx.args]
+
+        def as_json() -> bool:  # --json after the command, or before it (read by the callback)
+            return in_args or (isinstance(ctx.obj, Env) and ctx.obj.json)
+
         try:
             return super().invoke(ctx)
         except errors.MemPalaceError as exc:
-            raise typer.Exit(report_error(exc, as_json)) from None
+            raise typer.Exit(report_error(exc, as_json())) from None
         except UsageError as exc:
-            if not as_json:
+            if not as_json():
                 raise
             print_json({"error": {"message": exc.format_message(), "hint": None, "kind": "usage"}})
             raise typer.Exit(EXIT_USAGE) from None
