@@ -138,6 +138,8 @@ class MineProgress:
                 count=f"drawers  file {tally.files_reached}/{tally.files_total}",
                 current=_tail(data.get("path", "")),
             )
+            # Drawn now, not at the next tick: every slice of drawers shows (a few a second).
+            self.progress.refresh()
         elif event == "file":
             self.progress.update(self.task, description="filing", current=_tail(data["path"]))
 
