@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -331,6 +332,9 @@ class MiningOps(PalaceCore):
                     "source_root": str(root),
                     "source_hash": digest,
                     "source_mtime": st.st_mtime,
+                    # The source's own date (its last change): what search --since/--before
+                    # compare, before the filing date (filters.py).
+                    "date": _utc_iso(st.st_mtime),
                     "line_start": c.line_start,
                     "line_end": c.line_end,
                     "encoding": content.encoding,
@@ -441,6 +445,10 @@ class MiningOps(PalaceCore):
             self._remove_drawers(ids, forget_files=removed)
         report.drawers_removed += len(ids)
         report.files_removed = [_rel(root, s) for s in removed]
+
+
+def _utc_iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
 def _change_reason(rec: FileRecord | None, wing: str, digest: str) -> str:
