@@ -84,28 +84,30 @@ def best_passage(
     text: str, query: str, max_lines: int = PASSAGE_LINES, max_chars: int = PASSAGE_CHARS
 ) -> Passage:
     """The window of at most `max_lines` lines (and about `max_chars` characters) covering the
-    most distinct query terms, then the most hits; the earliest wins ties. Without any hit,
-    the drawer's first lines."""
+    most distinct query terms, then the most hits, then opening closest to its first hit; the
+    earliest wins ties. Without any hit, the drawer's first lines."""
     lines = text.splitlines() or [""]
     terms = query_terms(query)
     per_line = [_line_terms(line, terms) for line in lines]
     hits = [len(term_spans(line, terms)) for line in lines]
-    best = (-1, -1, 0, 1)  # (distinct terms, hits, first, end)
+    best = (-1, -1, 0, 0, 1)  # (distinct terms, hits, -lines before the first hit, first, end)
     for first in range(len(lines)):
         if not lines[first].strip() and first + 1 < len(lines):
             continue  # never open a passage on a blank line
         seen: set[str] = set()
-        count, chars = 0, 0
+        count, chars, lead = 0, 0, None
         for end in range(first, min(len(lines), first + max_lines)):
             if end > first and chars + len(lines[end]) > max_chars:
                 break
             seen |= per_line[end]
             count += hits[end]
             chars += len(lines[end]) + 1
-            score = (len(seen), count)
-            if score > best[:2]:
-                best = (len(seen), count, first, end + 1)
-    _, count, first, end = best
+            if lead is None and hits[end]:
+                lead = end - first
+            score = (len(seen), count, -(lead or 0))
+            if score > best[:3]:
+                best = (len(seen), count, -(lead or 0), first, end + 1)
+    _, count, _, first, end = best
     if count <= 0:  # nothing matched: the opening lines, as many as fit
         first, end, chars = 0, 0, 0
         limit = min(len(lines), max_lines)

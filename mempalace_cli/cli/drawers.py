@@ -163,6 +163,7 @@ def forget(
             f"{len(files)} mined file(s) left the mining record: mining their folder again "
             "files them again.",
             highlight=False,
+            soft_wrap=True,
         )
 
 

@@ -26,8 +26,8 @@ from mempalace_cli.cli.hits import (
 )
 
 SCORES_LEGEND = (
-    "score: the rank score that sets the order (lexical and semantic ranks fused; higher "
-    "first). similarity: cosine similarity of query and drawer (0 to 1)."
+    "score: the rank score that sets the order (lexical and semantic ranks fused; higher first).",
+    "similarity: cosine similarity of query and drawer (0 to 1).",
 )
 
 
@@ -128,7 +128,8 @@ def render_results(env: Env, result: dict[str, Any], full: bool = False) -> None
         else:
             print_indented(out, drawer_lines(out, item, result["query"], full, width))
     out.print()
-    out.print(Text(SCORES_LEGEND, style="dim"))
+    for line in SCORES_LEGEND:
+        out.print(Text(line, style="dim"))
 
 
 def _header(rank: int, item: dict[str, Any]) -> list[Text]:
