@@ -34,8 +34,10 @@ def show(
     ),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Print one drawer whole: its text with line numbers, where it came from, its metadata,
-    and the drawers just before and after it in the same file.
+    """Print one drawer whole, with its metadata and its neighbours in its file.
+
+    The text comes with its line numbers in the source file; the neighbours are the drawers cut
+    just before and after it.
 
     Example: mempalace show drawer_notes_decisions_50c23b456c072802
     """
@@ -106,8 +108,9 @@ def forget(
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would go; remove nothing."),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Remove drawers from the palace: by id, by source file or folder, or a whole wing or
-    room. Lists what it will remove first; asks on a terminal, and needs --yes otherwise.
+    """Remove drawers: by id, by source file or folder, or a whole wing or room.
+
+    Lists what it will remove first; asks on a terminal, and needs --yes otherwise.
 
     A file whose drawers are all forgotten is forgotten by mining too: mining its folder
     again files it again.
