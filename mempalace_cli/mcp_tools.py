@@ -670,7 +670,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         (
             _s(
                 "source_file",
-                "The source as results show it, its ending, or a mined folder.",
+                "The source file exactly as results show it, or a mined folder.",
                 required=True,
                 max_chars=PATH_CHARS,
             ),

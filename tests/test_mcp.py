@@ -342,9 +342,13 @@ def test_delete_by_source_and_mine(mcp: McpSession, tmp_path: Path) -> None:
     again = mcp.ok("mempalace_mine", {"source": str(folder), "wing": "agent_mined"})
     assert again["files"]["unchanged"] == 1 and again["drawers"]["added"] == 0
 
-    preview = mcp.ok("mempalace_delete_by_source", {"source_file": "runbook.md", "dry_run": True})
+    # A bare file name is no source: it could match every same-named file in the palace.
+    assert "No drawers come from" in mcp.error(
+        "mempalace_delete_by_source", {"source_file": "runbook.md"}
+    )
+    preview = mcp.ok("mempalace_delete_by_source", {"source_file": str(folder), "dry_run": True})
     assert preview["matched"] == mined["drawers"]["added"] and preview["removed"] == 0
-    deleted = mcp.ok("mempalace_delete_by_source", {"source_file": "runbook.md"})
+    deleted = mcp.ok("mempalace_delete_by_source", {"source_file": str(folder)})
     assert deleted["removed"] == preview["matched"]
     found = mcp.ok(
         "mempalace_search", {"query": "restart the ingest worker", "wing": "agent_mined"}
