@@ -23,6 +23,9 @@ class DrawerFilter:
     since: str | None = None  # inclusive: dated on or after
     before: str | None = None  # exclusive: dated strictly before
     source_file: str | None = None  # the exact source, a path ending, or a folder
+    # Whether a path ending ("auth.md") matches too. Reads say yes; forgetting says no, so a
+    # short name can never remove every same-named file in the palace.
+    source_endings: bool = True
 
     @property
     def beyond_place(self) -> bool:
@@ -47,13 +50,11 @@ class DrawerFilter:
             params.append(self.before)
         if self.source_file:
             source = self.source_file
-            clauses.append(
-                f"({prefix}source_file = ? OR {prefix}source_file LIKE ? ESCAPE '\\' "
-                f"OR {prefix}source_file LIKE ? ESCAPE '\\')"
-            )
-            params += [
-                source,
-                "%/" + _like_escape(source.lstrip("/")),
-                _like_escape(source.rstrip("/")) + "/%",
-            ]
+            col = f"{prefix}source_file"
+            ways = [f"{col} = ?", f"{col} LIKE ? ESCAPE '\\'"]
+            params += [source, _like_escape(source.rstrip("/")) + "/%"]
+            if self.source_endings:
+                ways.append(f"{col} LIKE ? ESCAPE '\\'")
+                params.append("%/" + _like_escape(source.lstrip("/")))
+            clauses.append("(" + " OR ".join(ways) + ")")
         return (" AND ".join(clauses) or "1"), params

@@ -160,6 +160,8 @@ def test_forget_by_ids_source_and_place_with_dry_run(palace: Palace, tmp_path: P
     assert set(dry["drawers"][0]) == {"id", "wing", "room", "source_file"}
     assert palace.status()["total_drawers"] == total
 
+    with pytest.raises(NotFoundError):  # a bare file name could match same-named files anywhere
+        palace.forget(source=Path(dry["drawers"][0]["source_file"]).name)
     gone = palace.forget(source=str(notes / "people"))
     assert gone["removed"] == dry["matched"]
     assert palace.get_drawers([d["id"] for d in dry["drawers"]])["drawers"] == []

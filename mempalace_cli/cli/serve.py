@@ -27,7 +27,8 @@ def serve_mcp(
         "127.0.0.1",
         "--host",
         metavar="HOST",
-        help="HTTP only: address to listen on. Anything but loopback requires --token.",
+        help="HTTP only: address to listen on. Anything but 127.0.0.1, localhost or ::1 "
+        "(the names the Host/Origin check protects) requires --token.",
     ),
     port: int = typer.Option(
         8765, "--port", metavar="PORT", min=1, max=65535, help="HTTP only: port."
@@ -43,7 +44,8 @@ def serve_mcp(
 ) -> None:
     """Serve the palace to AI agents over MCP (the Model Context Protocol).
 
-    To register it with a client, print the exact snippet with: mempalace mcp-config
+    Stops on the first Ctrl-C or SIGTERM, exit status 0. To register it with a client, print
+    the exact snippet with: mempalace mcp-config
 
     Example: mempalace serve-mcp --transport http --port 8765 --token "$MEMPALACE_MCP_TOKEN"
     """

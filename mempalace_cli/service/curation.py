@@ -211,7 +211,7 @@ class DrawerCuration:
         room: str | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        """Remove drawers chosen by id, by source (a file, a path ending or a folder as mined),
+        """Remove drawers chosen by id, by source (a file or a folder, as mined),
         or by wing (and room). With `dry_run`, only lists them. A mined file whose drawers are
         all removed leaves the mining manifest too, so mining it again files it again."""
         kinds = [drawer_ids is not None, source is not None, wing is not None or room is not None]
@@ -277,16 +277,18 @@ class DrawerCuration:
         if not isinstance(source, str) or not source.strip():
             raise InvalidInputError("The source is empty.", hint="Pass a file or folder path.")
         catalog = self.drawers.catalog
-        rows = list(catalog.iter_drawers(filt=DrawerFilter(source_file=source)))
+        exact = DrawerFilter(source_file=source, source_endings=False)
+        rows = list(catalog.iter_drawers(filt=exact))
         if not rows:  # a relative path or ~ given on the command line: try it resolved
             resolved = str(Path(source).expanduser().resolve())
             if resolved != source:
-                rows = list(catalog.iter_drawers(filt=DrawerFilter(source_file=resolved)))
+                exact = DrawerFilter(source_file=resolved, source_endings=False)
+                rows = list(catalog.iter_drawers(filt=exact))
         if not rows:
             raise NotFoundError(
                 f"No drawers come from {source!r}; nothing was removed.",
-                hint="Use a source_file exactly as search results show it, the end of that path, "
-                "or the folder that was mined.",
+                hint="Use a source_file exactly as search results show it, or the folder that "
+                "was mined.",
             )
         return rows
 

@@ -16,9 +16,9 @@ from mempalace_cli.store import where_filter
 
 MAX_RESULTS = 100
 MAX_DRAWER_CHARS = 100_000
-# A search query longer than this is refused before any work (embedding a 15 MB query took 25 s
-# and gigabytes); a drawer's whole text still fits, for duplicate checks by content.
-MAX_QUERY_CHARS = MAX_DRAWER_CHARS
+# A search query longer than this is refused before any work (a 15 MB query took 25 s and
+# gigabytes). The model reads 256 tokens and keyword search gains nothing from pages of text.
+MAX_QUERY_CHARS = 10_000
 MAX_DISTANCE = 2.0  # cosine distance: 0 identical, 1 unrelated, 2 opposite
 DUPLICATE_THRESHOLD = 0.9
 # Weighted reciprocal rank fusion: each side contributes weight / (RRF_K + rank). Chosen on the
