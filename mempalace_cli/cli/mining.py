@@ -127,9 +127,15 @@ def mine(
         )
     except KeyboardInterrupt:
         progress.stop()
-        Console(stderr=True, soft_wrap=True).print(
-            progress.interrupted_message(shlex.quote(str(directory))), highlight=False
-        )
+        message = progress.interrupted_message(shlex.quote(str(directory)))
+        if json_output:
+            tally = progress.tally
+            kept = {"files": tally.files_filed, "drawers": tally.drawers_filed}
+            what, resume = message.split("\n", 1)
+            print_json({"error": {"message": what, "hint": resume, "kind": "interrupted"},
+                        "kept": kept})  # fmt: skip
+        else:
+            Console(stderr=True, soft_wrap=True).print(message, highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         progress.stop()
