@@ -334,7 +334,7 @@ class MiningOps(PalaceCore):
                     "source_mtime": st.st_mtime,
                     # The source's own date (its last change): what search --since/--before
                     # compare, before the filing date (filters.py).
-                    "date": _utc_iso(st.st_mtime),
+                    **_source_date(st.st_mtime),
                     "line_start": c.line_start,
                     "line_end": c.line_end,
                     "encoding": content.encoding,
@@ -447,8 +447,13 @@ class MiningOps(PalaceCore):
         report.files_removed = [_rel(root, s) for s in removed]
 
 
-def _utc_iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+def _source_date(timestamp: float) -> dict[str, str]:
+    """{"date": the file time as UTC ISO}, or nothing for a time no calendar can hold (a
+    hostile or broken mtime): the drawer then dates from its filing."""
+    try:
+        return {"date": datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")}
+    except (OverflowError, OSError, ValueError):
+        return {}
 
 
 def _change_reason(rec: FileRecord | None, wing: str, digest: str) -> str:
