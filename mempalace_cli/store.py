@@ -299,6 +299,18 @@ class DrawerStore:
             for i in range(len(ids))
         ]
 
+    def ids_at(self, offset: int, limit: int) -> list[str]:
+        """The ids at positions offset..offset+limit-1 of Chroma's insertion order (ids only:
+        the consistency probe on a server)."""
+        return self._read(
+            lambda col: list(col.get(offset=offset, limit=limit, include=[])["ids"]), []
+        )
+
+    def reset_collection(self) -> None:
+        """Fetch the collection again on next use (a server: its metadata may have changed,
+        or it was replaced)."""
+        self._collection = None
+
     def get(self, ids: Sequence[str], include: Sequence[str]) -> dict[str, Any]:
         empty: dict[str, Any] = {"ids": [], **{k: [] for k in include}}
         if not ids:

@@ -14,7 +14,14 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
 from mempalace_cli import __version__, errors
-from mempalace_cli.cli.env import EXIT_USAGE, Env, get_env, print_json, report_error
+from mempalace_cli.cli.env import (
+    EXIT_USAGE,
+    Env,
+    get_env,
+    print_json,
+    report_error,
+    show_core_notes,
+)
 
 
 class PalaceGroup(TyperGroup):
@@ -23,6 +30,7 @@ class PalaceGroup(TyperGroup):
 
     def invoke(self, ctx: typer.Context) -> Any:
         as_json = "--json" in [*getattr(ctx, "_protected_args", []), *ctx.args]
+        show_core_notes()
         try:
             return super().invoke(ctx)
         except errors.MemPalaceError as exc:

@@ -56,6 +56,8 @@ class DrawerOps(PalaceCore):
             "wings": wings,
             "rooms": rooms,
             "taxonomy": taxonomy,
+            # Chroma is the truth; what the index mirrors, and its last repair from Chroma.
+            "consistency": self.consistency.report(),
         }
 
     def list_wings(self) -> dict[str, Any]:
