@@ -359,6 +359,13 @@ class Catalog:
             (size, mtime, source_file),
         )
 
+    def invalidate_file(self, conn: sqlite3.Connection, source_file: str) -> None:
+        """Mark a mined file as changed, so the next mine reads it again."""
+        conn.execute(
+            "UPDATE files SET size = -1, mtime = -1, content_hash = '' WHERE source_file = ?",
+            (source_file,),
+        )
+
     def delete_file(self, conn: sqlite3.Connection, source_file: str) -> None:
         conn.execute("DELETE FROM files WHERE source_file = ?", (source_file,))
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow
 from mempalace_cli.errors import PalaceCorruptError
@@ -107,7 +108,7 @@ def _store_unreadable(path: Path, why: str) -> PalaceCorruptError:
 
 def _open_log(path: Path) -> sqlite3.Connection:
     # Read-only: works in a palace the user may only read, and never creates a file.
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    return sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10)
 
 
 def read_log_head(palace_path: Path, collection_name: str) -> LogHead | None:
@@ -495,15 +496,16 @@ class Consistency:
         repair.removed.extend(ids)
 
     def _settle(self, conn: sqlite3.Connection, head_key: str | None, repair: Repair) -> None:
-        """After applying: files whose drawers are no longer all there leave the manifest (the
-        next mine re-reads them), the head is recorded, other processes are told."""
+        """After applying: files whose drawers are no longer all there are marked changed in
+        the manifest (the next mine re-reads them, or removes them if they are gone), the head
+        is recorded, other processes are told."""
         lost = set(repair.removed)
         if lost:
             for source_file, drawer_ids in conn.execute(
                 "SELECT source_file, drawer_ids FROM files"
             ).fetchall():
                 if lost.intersection(json.loads(drawer_ids)):
-                    self.catalog.delete_file(conn, source_file)
+                    self.catalog.invalidate_file(conn, source_file)
                     repair.files_to_remine.append(source_file)
         if not self.catalog.missing_vectors():
             self.catalog.set_meta(conn, VECTORS_META, "1")

@@ -101,15 +101,18 @@ def from_os_error(exc: OSError, path: object, doing: str) -> StorageError:
     where = getattr(exc, "filename", None) or path
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return DiskFullError(
-            f"The disk is full: could not {doing} ({where}). Nothing is damaged; the write "
-            "that failed was not recorded.",
+            f"The disk is full: could not {doing} ({where}). The palace is not damaged: an "
+            "unfinished write is completed or undone from the drawer store by the next command.",
             hint="Free some space on that disk (df -h shows it) and run the command again.",
         )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        what = "is read-only" if exc.errno == errno.EROFS else "is not permitted"
+        what = (
+            "the file system is read-only"
+            if exc.errno == errno.EROFS
+            else "this user may not write there"
+        )
         return PermissionDeniedError(
-            f"Permission denied: could not {doing} ({where}); the file system {what} for "
-            "this user.",
+            f"Permission denied: could not {doing} ({where}); {what}.",
             hint="Check the owner and permissions of the palace folder (ls -ld), or choose "
             "another palace with --palace. Reading (search, status) works on a read-only "
             "palace.",
@@ -129,18 +132,39 @@ def from_os_error(exc: OSError, path: object, doing: str) -> StorageError:
 
 
 def from_sqlite_error(exc: Exception, path: object) -> StorageError | None:
-    """SQLite's messages for a full disk or a read-only file, named as such; None otherwise
-    (then the caller reports what it is: usually a damaged file)."""
+    """SQLite's (or Chroma's) messages for a full disk or a read-only file, named as such; None
+    otherwise (then the caller reports what it is: usually a damaged file)."""
     import errno
 
     text = str(exc).lower()
-    if "database or disk is full" in text or "disk i/o error" in text and _disk_full(path):
+    if "disk is full" in text or "no space left" in text:
         return from_os_error(OSError(errno.ENOSPC, "No space left on device"), path, "write")
-    if "readonly" in text or "read-only" in text or "unable to open database file" in text:
+    if any(w in text for w in ("readonly", "read-only", "permission denied", "unable to open")):
         if _writable(path):
             return None
         return from_os_error(OSError(errno.EACCES, "Permission denied"), path, "write")
+    if "disk i/o error" in text and disk_full(path):
+        return from_os_error(OSError(errno.ENOSPC, "No space left on device"), path, "write")
     return None
+
+
+def write_failure(exc: Exception, path: object, what: str) -> MemPalaceError:
+    """A write that failed with an error we don't recognise (Chroma's own messages rarely say
+    why): a full disk or a read-only folder is checked for and named; else the message."""
+    import errno
+
+    named = from_sqlite_error(exc, path)
+    if named is not None:
+        return named
+    if disk_full(path):
+        return from_os_error(OSError(errno.ENOSPC, "No space left on device"), path, "write")
+    if not _writable(path):
+        return from_os_error(OSError(errno.EACCES, "Permission denied"), path, "write")
+    return StorageError(
+        f"{what} refused the write: {exc}. The palace index notes the write as unfinished "
+        "and is repaired from the drawer store by the next command.",
+        hint="Check the disk (df -h) and the palace folder, then run the command again.",
+    )
 
 
 def _writable(path: object) -> bool:
@@ -152,12 +176,28 @@ def _writable(path: object) -> bool:
     return os.access(target, os.W_OK) and os.access(p.parent, os.W_OK)
 
 
-def _disk_full(path: object) -> bool:
+PROBE_BYTES = 4 * 1024 * 1024
+
+
+def disk_full(path: object) -> bool:
+    """True when the folder of `path` can't take a few more megabytes: a probe file is
+    written (and removed), since free-space counters can't tell what a write needs."""
+    import errno
     import os
+    import tempfile
     from pathlib import Path
 
+    folder = Path(str(path))
+    folder = folder if folder.is_dir() else folder.parent
     try:
-        st = os.statvfs(Path(str(path)).parent)
-    except OSError:
+        fd, name = tempfile.mkstemp(prefix=".mempalace-space-", dir=folder)
+    except OSError as exc:
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    try:
+        os.posix_fallocate(fd, 0, PROBE_BYTES)
         return False
-    return st.f_bavail * st.f_frsize < 1_000_000
+    except OSError as exc:
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    finally:
+        os.close(fd)
+        os.unlink(name)

@@ -31,6 +31,11 @@ EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.IncompatiblePalaceError: 6,
     errors.ConfigError: 7,
     errors.ModelUnavailableError: 8,
+    # The operating system refused: named for what it is, never as a damaged palace.
+    errors.DiskFullError: 9,
+    errors.PermissionDeniedError: 10,
+    errors.NotADirectoryPathError: 11,
+    errors.StorageError: 12,
 }
 
 
