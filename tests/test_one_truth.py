@@ -128,13 +128,19 @@ def search_ids(result: dict[str, Any]) -> list[str]:
     return [r["drawer_id"] for r in result["results"]]
 
 
+def search(p: Palace, query: str, mode: str, n: int) -> dict[str, Any]:
+    """A fresh `mempalace search` process ("--" ends the options: a drawer may start with -)."""
+    proc = p.cli("search", "--json", "--mode", mode, "-n", str(n), "--", query)
+    return json.loads(proc.stdout)
+
+
 def assert_fresh_search_sees(p: Palace, change: dict[str, str]) -> None:
     for mode in ("vector", "hybrid"):
-        found = p.json("search", change["text"], "--mode", mode, "-n", "3")
+        found = search(p, change["text"], mode, 3)
         assert search_ids(found)[0] == change["new_id"], (mode, found)
-        old = p.json("search", change["victim_text"], "--mode", mode, "-n", "10")
+        old = search(p, change["victim_text"], mode, 10)
         assert change["victim"] not in search_ids(old), mode
-    lexical = p.json("search", change["text"], "--mode", "lexical", "-n", "3")
+    lexical = search(p, change["text"], "lexical", 3)
     assert search_ids(lexical)[0] == change["new_id"]
 
 
