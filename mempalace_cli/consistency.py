@@ -7,7 +7,7 @@ manifest) is a copy that must show, by content and never by a count, that it mir
 - Embedded store: Chroma logs every write in `embeddings_queue` (chroma.sqlite3) under a
   sequence number that only grows. The catalogue records the collection id and the last
   sequence number it mirrors (`store_head`). Every command compares it with Chroma's log head,
-  read with sqlite3 (no chromadb import: well under a millisecond). If the head moved and we
+  read with sqlite3 (no chromadb import; a few milliseconds). If the head moved and we
   did not write it, the ids written since are read from the log, fetched from Chroma and
   applied to the catalogue (only those ids); if the log no longer reaches back that far (Chroma
   purges it) the whole catalogue is reconciled against Chroma.
@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import quote
 
 from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow
-from mempalace_cli.errors import PalaceCorruptError
+from mempalace_cli.errors import MemPalaceError, PalaceCorruptError
 from mempalace_cli.locking import PalaceLock
 from mempalace_cli.store import CHROMA_FILE, DrawerStore
 
@@ -330,9 +330,15 @@ class Consistency:
             and now - self._server_checked_at < SERVER_CHECK_SECONDS
         ):
             return True
-        self.store.reset_collection()  # a long-lived handle may hold stale collection data
         recorded = marks.get(STORE_HEAD)
-        ok = recorded is not None and recorded == self._server_probe(self.catalog.count())
+        if recorded is None:
+            return False
+        try:
+            ok = recorded == self._server_probe(self.catalog.count())
+        except MemPalaceError:
+            raise
+        except Exception:  # the collection was replaced under a cached handle: reconcile
+            return False
         if ok:
             self._server_checked_at = now
         return ok
