@@ -3,7 +3,9 @@ table that maps core errors to messages and exit statuses."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -31,6 +33,11 @@ EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.IncompatiblePalaceError: 6,
     errors.ConfigError: 7,
     errors.ModelUnavailableError: 8,
+    # The operating system refused: named for what it is, never as a damaged palace.
+    errors.DiskFullError: 9,
+    errors.PermissionDeniedError: 10,
+    errors.NotADirectoryPathError: 11,
+    errors.StorageError: 12,
 }
 
 
@@ -89,6 +96,23 @@ def _json_or_global(ctx: typer.Context, value: bool) -> bool:
 def json_option(help: str = JSON_HELP) -> Any:
     """Every command's --json; true as well when --json came before the sub-command."""
     return typer.Option(False, "--json", help=help, callback=_json_or_global)
+
+
+class _NoteHandler(logging.Handler):
+    """Prints the core's warnings (a repaired palace index) on stderr as a note."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"Note: {record.getMessage()}\n")
+            sys.stderr.flush()
+
+
+def show_core_notes() -> None:
+    """Route the consistency module's warnings to stderr (stdout stays one JSON document)."""
+    logger = logging.getLogger("mempalace.consistency")
+    if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
+        logger.addHandler(_NoteHandler())
+        logger.propagate = False
 
 
 def print_json(data: Any) -> None:
