@@ -35,6 +35,7 @@ from mempalace_cli.miners.convos import (
     read_exchanges,
 )
 from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
+from mempalace_cli.miners.paths import source_key
 from mempalace_cli.miners.project import DEFAULT_EXCLUDE
 from mempalace_cli.miners.rooms import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
@@ -79,12 +80,12 @@ class ConvoMiningOps(PalaceCore):
         started = time.perf_counter()
         root = _resolve_dir(directory)
         wing_name = normalize_name(wing or root.name)
-        report = MineReport(str(root), wing_name, MODE, dry_run)
+        report = MineReport(source_key(root), wing_name, MODE, dry_run)
         if not dry_run:
             report.palace_created = self.create()
             self.sync()
         has_catalog = self.catalog.exists
-        known = self.catalog.files_under(str(root)) if has_catalog else {}
+        known = self.catalog.files_under(source_key(root)) if has_catalog else {}
         existing = self.catalog.all_ids() if has_catalog else set()
         notify = progress or (lambda event, data: None)
 
@@ -129,7 +130,7 @@ class ConvoMiningOps(PalaceCore):
             if limit is not None and len(seen) >= limit:
                 break
             assert isinstance(item, Candidate)
-            src = str(item.path)
+            src = source_key(item.path)
             seen.add(src)
             try:
                 st = item.path.stat()
@@ -165,7 +166,7 @@ class ConvoMiningOps(PalaceCore):
                 rows: list[DrawerRow] | None = []
                 problems: list[Problem] = []
                 size = 0
-                context = _RowContext(wing, agent, src, str(root), digest, st.st_mtime)
+                context = _RowContext(wing, agent, src, source_key(root), digest, st.st_mtime)
                 for row in self._rows(item.path, found.format, context, problems):
                     if row.id in in_file:
                         continue  # the same exchange twice in one file: one drawer
@@ -251,8 +252,8 @@ class ConvoMiningOps(PalaceCore):
                 notify("embedded", {"chunks": len(rows)})
             records = [
                 FileRecord(
-                    str(p.path),
-                    str(root),
+                    source_key(p.path),
+                    source_key(root),
                     wing,
                     p.content_hash,
                     p.size,
@@ -285,7 +286,9 @@ class ConvoMiningOps(PalaceCore):
         if p.rows is not None:
             yield from p.rows
             return
-        context = _RowContext(wing, agent, str(p.path), str(root), p.content_hash, p.mtime)
+        context = _RowContext(
+            wing, agent, source_key(p.path), source_key(root), p.content_hash, p.mtime
+        )
         emitted: set[str] = set()
         try:
             for row in self._rows(p.path, p.fmt, context, []):
@@ -323,18 +326,18 @@ class ConvoMiningOps(PalaceCore):
         candidates: dict[str, str] = {}  # drawer id -> the file it used to come from
         for p in pending:
             keep = set(p.drawer_ids)
-            for drawer_id in p.old_ids + self._ids_from(str(p.path)):
+            for drawer_id in p.old_ids + self._ids_from(source_key(p.path)):
                 if drawer_id not in keep:
-                    candidates.setdefault(drawer_id, str(p.path))
+                    candidates.setdefault(drawer_id, source_key(p.path))
         for src in removed:
             for drawer_id in known[src].drawer_ids + self._ids_from(src):
                 candidates.setdefault(drawer_id, src)
         if not candidates:
             return [], {}
-        claims = self._claims(gone_files | {str(p.path) for p in extra_claims})
+        claims = self._claims(gone_files | {source_key(p.path) for p in extra_claims})
         for p in extra_claims:
             for drawer_id in p.drawer_ids:
-                claims.setdefault(drawer_id, str(p.path))
+                claims.setdefault(drawer_id, source_key(p.path))
         delete = [i for i in candidates if i not in claims]
         repoint = {i: claims[i] for i in candidates if i in claims}
         return delete, repoint
@@ -438,8 +441,9 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def _rel(root: Path, src: str) -> str:
+def _rel(root: Path | str, src: str) -> str:
+    """A stored source path relative to the mined folder, for reports."""
     try:
-        return Path(src).relative_to(root).as_posix()
+        return Path(src).relative_to(source_key(root)).as_posix()
     except ValueError:
         return src

@@ -13,6 +13,7 @@ from typing import Any
 
 from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow, FileRecord
 from mempalace_cli.config import Settings, resolve_settings
+from mempalace_cli.drawer_rules import prepare_rows
 from mempalace_cli.embedder import Embedder, get_embedder
 from mempalace_cli.errors import NoPalaceError, PalaceCorruptError
 from mempalace_cli.locking import PalaceLock
@@ -292,7 +293,10 @@ class PalaceCore:
         Chroma is written first, under a write-in-progress mark: a crash in between leaves the
         mark and an old manifest, so the next reader rebuilds the catalogue from Chroma and the
         next mine redoes the files; never a catalogue row or a manifest entry without drawers.
+        Every row is checked before the mark is set: a value Chroma would refuse is an
+        InvalidInputError with nothing written, never a half-done write.
         """
+        rows = prepare_rows(rows)
         new_ids = {r.id for r in rows}
         stale = [i for i in dict.fromkeys(replace_ids) if i not in new_ids]
         with self.lock.hold():  # re-entrant: callers already hold it around read-then-write
