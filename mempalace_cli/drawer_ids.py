@@ -12,6 +12,8 @@ under the old scheme (after checking its stored wing and room) instead of filing
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 DIGEST_CHARS = 16
 
@@ -29,3 +31,23 @@ def legacy_drawer_id(wing: str, room: str, digest: str) -> str:
     """The id the same drawer got before wing and room were hashed in (`digest` is the hex
     digest that scheme used). Ambiguous: check the stored drawer's wing and room."""
     return f"drawer_{wing}_{room}_{digest[:DIGEST_CHARS]}"
+
+
+def filed_under(
+    stored: Mapping[str, Any], wing: str, room: str, digest: str, content: str | None = None
+) -> str | None:
+    """The id under which this content already sits in (wing, room), if any: the current id,
+    or the legacy one when the drawer stored there really is in this wing and room (and holds
+    `content`, when given). `stored` maps ids to catalogue rows (from `Catalog.get`)."""
+    for candidate in (drawer_id(wing, room, digest), legacy_drawer_id(wing, room, digest)):
+        row = stored.get(candidate)
+        if row is None or (row.wing, row.room) != (wing, room):
+            continue
+        if content is None or row.text == content:
+            return candidate
+    return None
+
+
+def candidate_ids(wing: str, room: str, digest: str) -> list[str]:
+    """Both ids a drawer may be stored under (look them up, then call `filed_under`)."""
+    return [drawer_id(wing, room, digest), legacy_drawer_id(wing, room, digest)]

@@ -56,6 +56,7 @@ class FolderWatcher:
         max_wait: float = MAX_WAIT_SECONDS,
         on_batch: BatchFn | None = None,
         on_error: Callable[[MemPalaceError], None] | None = None,
+        on_start: BatchFn | None = None,
     ) -> None:
         self.palace = palace
         self.root = Path(directory).resolve()
@@ -64,6 +65,7 @@ class FolderWatcher:
         self.debounce, self.max_wait = debounce, max_wait
         self.on_batch = on_batch or (lambda report: None)
         self.on_error = on_error or (lambda exc: None)
+        self.on_start = on_start or (lambda info: None)  # a batch was handed to the palace
         self.observer_kind = ""
         self.batches = 0
         self._rules: PathRules = palace.path_rules(self.root)
@@ -179,6 +181,7 @@ class FolderWatcher:
         """Mine one batch. No error ends the watch: a palace error (locked, say) is retried
         until it clears; anything else (a bug, an OS error) is logged and the batch retried
         up to MAX_ATTEMPTS times, then its paths are dropped (and logged) until they change."""
+        self.on_start({"batch": self.batches + 1, "paths": len(paths)})
         try:
             report = self.palace.mine_paths(
                 self.root, paths, wing=self.wing, agent=self.agent, mode=self.mode
