@@ -202,6 +202,13 @@ def _entry_is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def _entry_is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False
+
+
 def _links_to_dir(path: Path) -> bool:
     try:
         return os.path.isdir(path)
@@ -267,5 +274,8 @@ def walk(
                 if problem:
                     yield Skipped(rel, problem)
                     continue
+            elif not _entry_is_file(entry):  # opening a FIFO would wait for a writer forever
+                yield Skipped(rel, "not a regular file (a pipe, socket or device)")
+                continue
             yield Candidate(full, rel)
         stack.extend(reversed(subdirs))

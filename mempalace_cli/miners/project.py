@@ -90,6 +90,8 @@ def read_text_file(path: Path, max_bytes: int) -> FileText | str:
     if verdict:
         return verdict
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open below
+            return "not a regular file (a pipe, socket or device)"
         with path.open("rb") as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):
