@@ -21,9 +21,13 @@ from mempalace_cli.textsafe import clean_text, clean_value
 _INT64 = (-(2**63), 2**63 - 1)
 _RESERVED_PREFIX = "chroma:"
 _HINT = (
-    "Metadata values must be text, whole numbers (64-bit), finite decimals or true/false; "
-    "nothing was written. Drop the key or pass its value as text."
+    "Metadata values must be text, whole numbers (64-bit), finite decimals or true/false. "
+    "Drop the key or pass its value as text."
 )
+
+
+def _refuse(where: str, problem: str, hint: str | None = None) -> InvalidInputError:
+    return InvalidInputError(f"{where}: {problem}. Nothing was written.", hint=hint)
 
 
 def _value_problem(value: Any) -> str | None:
@@ -41,20 +45,16 @@ def _value_problem(value: Any) -> str | None:
 def check_metadata(meta: dict[str, Any], where: str) -> dict[str, Any]:
     """`meta` with its text cleaned, or InvalidInputError naming the first bad key."""
     if not isinstance(meta, dict):
-        raise InvalidInputError(f"{where}: metadata must be an object, not {type(meta).__name__}.")
+        raise _refuse(where, f"metadata must be an object, not {type(meta).__name__}", _HINT)
     clean: dict[str, Any] = {}
     for key, value in meta.items():
         if not isinstance(key, str) or not key.strip():
-            raise InvalidInputError(f"{where}: metadata key {key!r} is not a non-empty name.")
+            raise _refuse(where, f"metadata key {key!r} is not a non-empty name", "Name the key.")
         if key.startswith(_RESERVED_PREFIX):
-            raise InvalidInputError(
-                f"{where}: metadata key {key!r} is reserved by Chroma.", hint="Rename the key."
-            )
+            raise _refuse(where, f"metadata key {key!r} is reserved by Chroma", "Rename the key.")
         problem = _value_problem(value)
         if problem:
-            raise InvalidInputError(
-                f"{where}: metadata {clean_text(key)!r} is {problem}.", hint=_HINT
-            )
+            raise _refuse(where, f"metadata {clean_text(key)!r} is {problem}", _HINT)
         clean[clean_text(key)] = clean_value(value)
     return clean
 
@@ -68,13 +68,13 @@ def prepare_rows(rows: Sequence[DrawerRow]) -> list[DrawerRow]:
         where = f"Drawer {clean_text(str(row.id))!r}"
         for name in ("id", "wing", "room", "source_file", "filed_at", "text"):
             if not isinstance(getattr(row, name), str):
-                raise InvalidInputError(f"{where}: {name} must be text.")
+                raise _refuse(where, f"{name} must be text")
         if not row.id:
-            raise InvalidInputError("A drawer id is empty; nothing was written.")
+            raise _refuse("A drawer", "its id is empty")
         if row.chunk_index is not None and (
             isinstance(row.chunk_index, bool) or not isinstance(row.chunk_index, int)
         ):
-            raise InvalidInputError(f"{where}: chunk_index must be a whole number.")
+            raise _refuse(where, "chunk_index must be a whole number")
         out.append(
             replace(
                 row,
