@@ -7,6 +7,7 @@ import errno
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,10 @@ TEMP_SUFFIXES = (".swp", ".swo", ".swx", "~", ".tmp", ".temp", ".part", ".crdown
 TEMP_PREFIXES = (".#", "#", ".~lock.")
 
 SNIFF_BYTES = 8192
+# Folders opened ahead of their turn during a walk (each relative to its parent): bounded, so
+# a folder with thousands of sub-folders never runs out of file descriptors.
+MAX_OPEN_AHEAD = 64
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,10 @@ class IgnoreRules:
                 spec = None
             self._specs[folder] = spec
         return self._specs[folder]
+
+    def preload(self, folder: Path, spec: pathspec.GitIgnoreSpec | None) -> None:
+        """The walk read `folder`'s .gitignore itself (or saw there is none): no stat needed."""
+        self._specs.setdefault(folder, spec)
 
     def _inside(self, folder: Path) -> bool:
         text = str(folder)
@@ -216,6 +225,32 @@ def _links_to_dir(path: Path) -> bool:
         return False
 
 
+def _open_dir(name: str | Path, dir_fd: int | None = None) -> int:
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def _list_dir(here: Path, fd: int | None) -> tuple[list[os.DirEntry[str]], int]:
+    """The folder's entries by name, and an open descriptor for it (the caller closes it)."""
+    if fd is None:
+        fd = _open_dir(here)
+    try:
+        with os.scandir(fd) as it:
+            return sorted(it, key=lambda e: e.name), fd
+    except OSError:
+        os.close(fd)
+        raise
+
+
+def _read_gitignore(fd: int) -> pathspec.GitIgnoreSpec | None:
+    try:
+        gi = os.open(".gitignore", os.O_RDONLY | os.O_CLOEXEC, dir_fd=fd)
+        with os.fdopen(gi, "rb") as fh:
+            lines = fh.read().decode("utf-8", errors="replace").splitlines()
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (OSError, ValueError):
+        return None
+
+
 def walk(
     root: Path, exclude: Sequence[str] = (), skip_paths: Sequence[Path] = ()
 ) -> Iterator[Candidate | Skipped]:
@@ -224,58 +259,77 @@ def walk(
     Ignored folders and files (gitignore, excludes, tool folders, temp files) are silently
     pruned: they were never the user's content. Files we looked at and refused are reported.
     The walk keeps its own stack (no recursion: any depth works) and visits each folder once:
-    symlinked folders are never entered, so a symlink loop can't trap it.
+    symlinked folders are never entered, so a symlink loop can't trap it. Each folder is
+    opened relative to its parent's descriptor, so the kernel never re-resolves a long path:
+    a 1,500-deep chain costs 1,500 opens, not 1,500 x 1,500 path lookups.
     """
     root = root.resolve()
     rules = IgnoreRules(root, exclude)
     skip_resolved = {Path(os.path.realpath(p)) for p in skip_paths}
     root_prefix = len(str(root).rstrip(os.sep)) + 1
-    stack = [root]
-    while stack:
-        here = stack.pop()
-        try:
-            with os.scandir(here) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            if here == root:
-                raise
-            rel = storable(str(here)[root_prefix:])
-            yield Skipped(
-                rel + "/", f"folder unreadable ({exc.strerror or exc}); its files were not mined"
-            )
-            continue
-        names = {e.name for e in entries}
-        subdirs: list[Path] = []
-        for entry in entries:
-            name = entry.name
-            full = here / name
-            if _entry_is_dir(entry):
-                if is_skipped_dir(name) or full in skip_resolved:
-                    continue
-                if not rules.ignored(full, is_dir=True):
-                    subdirs.append(full)
-                continue
-            if entry.is_symlink() and _links_to_dir(full):
-                continue  # a symlinked folder: never entered (see the docstring)
-            if is_temp_file(name) or name == "mempalace.toml":
-                continue
-            if rules.ignored(full, is_dir=False):
-                continue
-            rel = storable(str(full)[root_prefix:])
-            if not is_storable(name) and storable(name) in names:
+    stack: list[tuple[Path, int | None]] = [(root, None)]
+    held = 0  # descriptors opened ahead for folders still on the stack
+    try:
+        while stack:
+            here, fd = stack.pop()
+            held -= fd is not None
+            try:
+                entries, fd = _list_dir(here, fd)
+            except OSError as exc:
+                if here == root:
+                    raise
+                rel = storable(str(here)[root_prefix:])
                 yield Skipped(
-                    rel,
-                    f"its name is not valid UTF-8 and its readable form {storable(name)!r} is "
-                    "the name of another file here; rename one of them",
+                    rel + "/",
+                    f"folder unreadable ({exc.strerror or exc}); its files were not mined",
                 )
                 continue
-            if entry.is_symlink():
-                problem = symlink_problem(full, root)
-                if problem:
-                    yield Skipped(rel, problem)
-                    continue
-            elif not _entry_is_file(entry):  # opening a FIFO would wait for a writer forever
-                yield Skipped(rel, "not a regular file (a pipe, socket or device)")
-                continue
-            yield Candidate(full, rel)
-        stack.extend(reversed(subdirs))
+            try:
+                names = {e.name for e in entries}
+                rules.preload(here, _read_gitignore(fd) if ".gitignore" in names else None)
+                subdirs: list[tuple[Path, int | None]] = []
+                for entry in entries:
+                    name = entry.name
+                    full = here / name
+                    if _entry_is_dir(entry):
+                        if is_skipped_dir(name) or full in skip_resolved:
+                            continue
+                        if not rules.ignored(full, is_dir=True):
+                            child: int | None = None
+                            if held < MAX_OPEN_AHEAD:
+                                with suppress(OSError):  # else: opened by path when popped
+                                    child = _open_dir(name, fd)
+                                    held += 1
+                            subdirs.append((full, child))
+                        continue
+                    if entry.is_symlink() and _links_to_dir(full):
+                        continue  # a symlinked folder: never entered (see the docstring)
+                    if is_temp_file(name) or name == "mempalace.toml":
+                        continue
+                    if rules.ignored(full, is_dir=False):
+                        continue
+                    rel = storable(str(full)[root_prefix:])
+                    if not is_storable(name) and storable(name) in names:
+                        yield Skipped(
+                            rel,
+                            f"its name is not valid UTF-8 and its readable form "
+                            f"{storable(name)!r} is the name of another file here; "
+                            "rename one of them",
+                        )
+                        continue
+                    if entry.is_symlink():
+                        problem = symlink_problem(full, root)
+                        if problem:
+                            yield Skipped(rel, problem)
+                            continue
+                    elif not _entry_is_file(entry):  # a FIFO would wait for a writer forever
+                        yield Skipped(rel, "not a regular file (a pipe, socket or device)")
+                        continue
+                    yield Candidate(full, rel)
+            finally:
+                os.close(fd)
+            stack.extend(reversed(subdirs))
+    finally:  # the caller may stop early (--limit): close what was opened ahead
+        for _, fd in stack:
+            if fd is not None:
+                os.close(fd)
