@@ -151,7 +151,7 @@ class MiningOps(PalaceCore):
         created = self.create()
         return {
             "directory": source_key(root),
-            "project_file": str(project_file),
+            "project_file": source_key(project_file),
             "config_written": written,
             "kept_existing": existing is not None and not overwrite,
             "wing": config.wing,
@@ -159,7 +159,7 @@ class MiningOps(PalaceCore):
             "exclude": config.exclude,
             "palace_path": str(self.path),
             "palace_created": created,
-            "next_step": f"mempalace mine {directory}",
+            "next_step": f"mempalace mine {storable(str(directory))}",
         }
 
     def mine(
