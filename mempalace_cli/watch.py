@@ -38,6 +38,10 @@ class BatchFailed(MemPalaceError):
     kind = "batch_failed"
 
 
+# While idle, the palace index is checked against the drawer store this often, so a write by
+# another program is mirrored (and reported) within this bound (consistency.py).
+CHECK_SECONDS = 2.0
+
 BatchFn = Callable[[dict[str, Any]], None]
 
 
@@ -57,6 +61,7 @@ class FolderWatcher:
         on_batch: BatchFn | None = None,
         on_error: Callable[[MemPalaceError], None] | None = None,
         on_start: BatchFn | None = None,
+        on_repair: BatchFn | None = None,
     ) -> None:
         self.palace = palace
         self.root = Path(directory).resolve()
@@ -66,6 +71,9 @@ class FolderWatcher:
         self.on_batch = on_batch or (lambda report: None)
         self.on_error = on_error or (lambda exc: None)
         self.on_start = on_start or (lambda info: None)  # a batch was handed to the palace
+        self.on_repair = on_repair or (lambda repair: None)
+        self._repairs_seen = len(palace.consistency.repairs)
+        self._next_check = time.monotonic() + CHECK_SECONDS
         self.observer_kind = ""
         self.batches = 0
         self._rules: PathRules = palace.path_rules(self.root)
@@ -157,6 +165,9 @@ class FolderWatcher:
                 batch = self._next_batch()
                 if batch:
                     self._mine(batch)
+                elif time.monotonic() >= self._next_check:
+                    self._check_store()
+                self._report_repairs()
         finally:
             self.close()
         return self.batches
@@ -176,6 +187,29 @@ class FolderWatcher:
                 del self._pending[p]
             self._first_pending = min(self._pending.values(), default=now)
             return ready
+
+    def _check_store(self) -> None:
+        """Idle: bring the palace index in step with the drawer store if another program
+        wrote to it (a cheap check; a repair is reported through `on_repair`)."""
+        self._next_check = time.monotonic() + CHECK_SECONDS
+        try:
+            self.palace.sync()
+        except MemPalaceError as exc:
+            self.on_error(exc)
+        except Exception as exc:  # noqa: BLE001 - never end the watch; say what went wrong
+            what = f"{type(exc).__name__}: {storable(str(exc))[:300]}"
+            self.on_error(
+                BatchFailed(
+                    f"Checking the palace index against the drawer store failed ({what}).",
+                    hint="The watcher keeps running and checks again shortly.",
+                )
+            )
+
+    def _report_repairs(self) -> None:
+        repairs = self.palace.consistency.repairs
+        for repair in repairs[self._repairs_seen :]:
+            self.on_repair(repair.to_dict())
+        self._repairs_seen = len(repairs)
 
     def _mine(self, paths: list[str]) -> None:
         """Mine one batch. No error ends the watch: a palace error (locked, say) is retried
