@@ -125,7 +125,9 @@ def invalidate(
     predicate: str = typer.Argument(...),
     obj: str = typer.Argument(..., metavar="OBJECT"),
     ended: str = typer.Option(
-        None, "--ended", help="First date the fact no longer holds (default today). " + DATE_HELP
+        None,
+        "--ended",
+        help="Last date the fact held (default today; included in as-of queries). " + DATE_HELP,
     ),
     json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

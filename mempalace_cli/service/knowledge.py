@@ -105,7 +105,8 @@ class KnowledgeOps(PalaceCore):
     def kg_invalidate(
         self, subject: str, predicate: str, obj: str, ended: str | None = None
     ) -> dict[str, Any]:
-        """Mark a fact as no longer true from `ended` (default today). Never deletes."""
+        """End a fact: `ended` (default today) is its last day, still answered by as_of. Never
+        deletes."""
         kg = self._kg_for_reading()
         with self.lock.hold():
             facts, end = kg.invalidate(subject, predicate, obj, ended)
