@@ -146,7 +146,18 @@ class DrawerOps(PalaceCore):
         # Embed the query (loading the model on a cold start) while sync() opens Chroma.
         embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
         try:
-            return self._search(query, wing, room, limit, mode, embedding)
+            return self._search(
+                query,
+                wing,
+                room,
+                limit,
+                mode,
+                embedding,
+                since_n,
+                before_n,
+                source_file,
+                max_distance,
+            )
         finally:
             # Never leave the thread running into interpreter exit (an early error, say):
             # onnxruntime loading on a thread the interpreter tears down aborts the process.
@@ -161,6 +172,10 @@ class DrawerOps(PalaceCore):
         limit: int,
         mode: str,
         embedding: _InBackground | None,
+        since_n: str | None = None,
+        before_n: str | None = None,
+        source_file: str | None = None,
+        max_distance: float | None = None,
     ) -> dict[str, Any]:
         # A catalogue known to mirror the store answers alone: no chromadb import at all.
         from_catalog = self.catalog_trusted()
