@@ -7,12 +7,15 @@ import threading
 from typing import Any
 
 from mempalace_cli.catalog import DrawerRow
+from mempalace_cli.drawer_ids import candidate_ids, filed_under
+from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.filters import DrawerFilter
 from mempalace_cli.kg import parse_date
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
 from mempalace_cli.store import where_filter
+from mempalace_cli.textsafe import clean_text
 
 MAX_RESULTS = 100
 MAX_DRAWER_CHARS = 100_000
@@ -428,12 +431,15 @@ class DrawerOps(PalaceCore):
         that is semantically near-identical to a drawer anywhere is refused as a duplicate."""
         _check_content(content)
         wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
+        content = clean_text(content)
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-        drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
+        drawer_id = hand_filed_id(wing_n, room_n, digest)
         self.create()
         self.sync()
-        if drawer_id in self.catalog.get([drawer_id]):
-            return {"success": True, "drawer_id": drawer_id, "already_stored": True}
+        stored = self.catalog.get(candidate_ids(wing_n, room_n, digest))
+        already = filed_under(stored, wing_n, room_n, digest, content)
+        if already:
+            return {"success": True, "drawer_id": already, "already_stored": True}
         vec = self.embedder.embed([content])
         if check_duplicates:
             matches = self.near_duplicates(vec[0])
@@ -457,6 +463,7 @@ class DrawerOps(PalaceCore):
         `add_drawer` derives them, so identical content in the same place is stored once."""
         rows: dict[str, DrawerRow] = {}
         ids: list[str] = []
+        digests: dict[str, tuple[str, str, str]] = {}
         stamp = now_iso()
         for n, item in enumerate(drawers):
             content, wing, room = item.get("content"), item.get("wing"), item.get("room")
@@ -468,9 +475,11 @@ class DrawerOps(PalaceCore):
                 wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
             except InvalidInputError as exc:
                 raise InvalidInputError(f"Drawer {n}: {exc.message}", hint=exc.hint) from exc
-            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()  # type: ignore[union-attr]
-            drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
+            content = clean_text(content)  # type: ignore[arg-type]
+            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+            drawer_id = hand_filed_id(wing_n, room_n, digest)
             ids.append(drawer_id)
+            digests[drawer_id] = (wing_n, room_n, digest)
             meta: dict[str, Any] = dict(item.get("metadata") or {})
             meta.update(
                 added_by=added_by,
@@ -492,8 +501,10 @@ class DrawerOps(PalaceCore):
             )  # type: ignore[arg-type]
         self.create()
         self.sync()
-        existing = self.catalog.get(list(rows))
-        new_rows = [r for i, r in rows.items() if i not in existing]
+        stored = self.catalog.get([c for i in rows for c in candidate_ids(*digests[i])])
+        filed = {i: filed_under(stored, *digests[i], rows[i].text) for i in rows}
+        ids = [filed.get(i) or i for i in ids]  # content filed under a legacy id keeps it
+        new_rows = [r for i, r in rows.items() if not filed[i]]
         if new_rows:
             vecs = self.embedder.embed([r.text for r in new_rows])
             with self.lock.hold():
