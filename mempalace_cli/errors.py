@@ -73,3 +73,27 @@ class ModelUnavailableError(MemPalaceError):
     """The offline embedding model files can't be found or loaded."""
 
     kind = "model"
+
+
+class ServerError(MemPalaceError):
+    """The Chroma server answered with an error we can't read as anything more specific."""
+
+    kind = "server"
+
+
+class ServerUnavailableError(ServerError):
+    """The Chroma server can't be reached (refused, no such host, TLS handshake failed)."""
+
+    kind = "server_unavailable"
+
+
+class ServerTimeoutError(ServerError):
+    """The Chroma server took longer than chroma_timeout_seconds to answer."""
+
+    kind = "server_timeout"
+
+
+class ServerAuthError(ServerError):
+    """The Chroma server refused our token (401/403), or wants one and we sent none."""
+
+    kind = "server_auth"

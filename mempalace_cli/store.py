@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mempalace_cli import chroma_server
+from mempalace_cli.chroma_server import ServerOptions
 from mempalace_cli.config import COLLECTION_NAME
 from mempalace_cli.embedder import DIMENSION, MODEL_NAME
 from mempalace_cli.errors import IncompatiblePalaceError, MemPalaceError, PalaceCorruptError
@@ -70,14 +72,31 @@ def _detach_folder(ident: str) -> None:
 
 
 class DrawerStore:
-    def __init__(self, palace_path: Path, chroma_url: str | None = None) -> None:
+    def __init__(
+        self, palace_path: Path, chroma_url: str | None = None, server: ServerOptions | None = None
+    ) -> None:
         self.palace_path = palace_path
-        self.chroma_url = chroma_url
+        if server is None and chroma_url:
+            server = ServerOptions(url=chroma_url)
+        self.server = server
+        self.chroma_url = server.url if server else None
         self._client: Any = None
         self._collection: Any = None
+        self._ledger: Any = None
         self.expected_generation: int | None = None  # see mark_fresh
         # Taken to retry a read that raced a writer (the palace sets its write lock here).
         self.retry_guard: Callable[[], AbstractContextManager[Any]] | None = None
+
+    @property
+    def ledger(self) -> Any:
+        """The palace's records on the server (change token, identity); server palaces only."""
+        if self.server is None:
+            raise AssertionError("an embedded palace has no server ledger")
+        if self._ledger is None:
+            from mempalace_cli.server_ledger import ServerLedger
+
+            self._ledger = ServerLedger(self.client, self.server)
+        return self._ledger
 
     @property
     def location(self) -> str:
@@ -92,27 +111,8 @@ class DrawerStore:
         from chromadb.config import Settings as ChromaSettings
 
         settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-        if self.chroma_url:
-            from urllib.parse import urlparse
-
-            url = urlparse(self.chroma_url)
-            if not url.hostname:
-                raise MemPalaceError(
-                    f"chroma_url {self.chroma_url!r} is not a URL.",
-                    hint="Use the form http://host:port.",
-                )
-            try:
-                return chromadb.HttpClient(
-                    host=url.hostname,
-                    port=url.port or (443 if url.scheme == "https" else 8000),
-                    ssl=url.scheme == "https",
-                    settings=settings,
-                )
-            except Exception as exc:
-                raise MemPalaceError(
-                    f"Could not reach the Chroma server at {self.chroma_url}: {exc}",
-                    hint="Start it (chroma run --path DIR --port PORT) or check chroma_url.",
-                ) from exc
+        if self.server is not None:
+            return chroma_server.connect(self.server)
         self.palace_path.mkdir(parents=True, exist_ok=True)
         try:
             try:
@@ -163,6 +163,8 @@ class DrawerStore:
         except MemPalaceError:
             raise
         except Exception as exc:
+            if self.server is not None:
+                raise chroma_server.classify(exc, self.server) from exc
             raise PalaceCorruptError(
                 f"The drawer collection at {self.location} can't be opened: {exc}",
                 hint="Restore the palace from a backup, or move it aside and re-mine. "
@@ -235,7 +237,8 @@ class DrawerStore:
         from a stale handle could persist that stale index.
         """
         client, self._client, self._collection = self._client, None, None
-        if self.chroma_url:
+        if self.server is not None:
+            self._ledger = None
             return
         try:
             if client is not None:
@@ -255,18 +258,23 @@ class DrawerStore:
         whose row was just deleted: "Error finding id"). Such a read is retried once, from a
         reopened store, under `retry_guard` (the palace lock: no writer in flight then).
         """
+        if self.server is not None:
+            return chroma_server.read(self.server, lambda: self._read_once(op, empty))
         try:
-            col = self.collection()
-            return empty if col is None else op(col)
+            return self._read_once(op, empty)
         except MemPalaceError:
             raise
         except Exception:
-            if self.chroma_url or self.retry_guard is None:
+            if self.retry_guard is None:
                 raise
         with self.retry_guard():
             self.reset_handle()
             col = self.collection()
             return empty if col is None else op(col)
+
+    def _read_once(self, op: Callable[[Any], T], empty: T) -> T:
+        col = self.collection()
+        return empty if col is None else op(col)
 
     def count(self) -> int:
         return self._read(lambda col: col.count(), 0)
@@ -305,19 +313,35 @@ class DrawerStore:
             return empty
         return self._read(lambda col: col.get(ids=list(ids), include=list(include)), empty)
 
-    def iter_all(self, include: Sequence[str] = ("metadatas", "documents")) -> Iterator[dict]:
-        col = self.collection()
+    def iter_all(
+        self, include: Sequence[str] = ("metadatas", "documents"), page_size: int = PAGE
+    ) -> Iterator[dict]:
+        col = self._read(lambda c: c, None)
         if col is None:
             return
         offset = 0
         while True:
-            page = col.get(limit=PAGE, offset=offset, include=list(include))
+            page = self._read(
+                lambda c, at=offset: c.get(limit=page_size, offset=at, include=list(include)),
+                None,
+            )
             if not page["ids"]:
                 return
             yield page
             offset += len(page["ids"])
 
     # -- writes (callers hold the palace lock) ----------------------------------------------
+    def _write(self, op: Callable[[], None]) -> None:
+        """One write. On a server it is bracketed by the ledger's change token (so that other
+        machines see that something changed, even if we die half-way) and never retried: it
+        is done only when the server acknowledged it."""
+        if self.server is None:
+            op()
+            return
+        self.ledger.begin_write()
+        chroma_server.write(self.server, op)
+        self.ledger.end_write()
+
     def upsert(
         self,
         ids: Sequence[str],
@@ -326,23 +350,31 @@ class DrawerStore:
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
         col = self.collection(create=True)
-        for start in range(0, len(ids), PAGE):
-            end = start + PAGE
-            col.upsert(
-                ids=list(ids[start:end]),
-                embeddings=embeddings[start:end],
-                documents=list(documents[start:end]),
-                metadatas=list(metadatas[start:end]),
-            )
+
+        def run() -> None:
+            for start in range(0, len(ids), PAGE):
+                end = start + PAGE
+                col.upsert(
+                    ids=list(ids[start:end]),
+                    embeddings=embeddings[start:end],
+                    documents=list(documents[start:end]),
+                    metadatas=list(metadatas[start:end]),
+                )
+
+        self._write(run)
 
     def delete(self, ids: Sequence[str]) -> None:
         col = self.collection()
         if col is None or not ids:
             return
-        for start in range(0, len(ids), PAGE):
-            col.delete(ids=list(ids[start : start + PAGE]))
+
+        def run() -> None:
+            for start in range(0, len(ids), PAGE):
+                col.delete(ids=list(ids[start : start + PAGE]))
+
+        self._write(run)
 
     def delete_where(self, where: dict[str, Any]) -> None:
         col = self.collection()
         if col is not None:
-            col.delete(where=where)
+            self._write(lambda: col.delete(where=where))

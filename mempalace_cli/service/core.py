@@ -12,10 +12,12 @@ from functools import cached_property
 from typing import Any
 
 from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow, FileRecord
+from mempalace_cli.chroma_server import ServerOptions
 from mempalace_cli.config import Settings, resolve_settings
 from mempalace_cli.embedder import Embedder, get_embedder
 from mempalace_cli.errors import NoPalaceError, PalaceCorruptError
 from mempalace_cli.locking import PalaceLock
+from mempalace_cli.server_mirror import ServerMirror
 from mempalace_cli.store import CHROMA_FILE, DrawerStore
 
 # Metadata keys that live in their own catalogue columns.
@@ -82,9 +84,14 @@ class PalaceCore:
     # -- components, created lazily ---------------------------------------------------------
     @cached_property
     def store(self) -> DrawerStore:
-        store = DrawerStore(self.path, self.settings.chroma_url)
+        store = DrawerStore(self.path, server=ServerOptions.from_settings(self.settings))
         store.retry_guard = self.lock.hold
         return store
+
+    @cached_property
+    def server_mirror(self) -> ServerMirror:
+        """Keeps the catalogue of a server palace in step with the server (a cache of it)."""
+        return ServerMirror(self)
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -143,7 +150,9 @@ class PalaceCore:
         """After our own write (under the lock): the handle and the catalogue are current."""
         generation = self.catalog.generation()
         self._synced_generation = generation
-        if not self.settings.chroma_url:
+        if self.settings.chroma_url:
+            self.server_mirror.after_own_write()
+        else:
             self.store.mark_fresh(generation)
 
     # -- keeping the catalogue in step with the store ---------------------------------------
@@ -199,8 +208,11 @@ class PalaceCore:
         counts differ (a palace MemPalace wrote, another machine on a Chroma server).
 
         Returns how many drawers were re-indexed (0 when already in step). Cheap when in step:
-        one generation read, or one count on each side.
+        one generation read, or one count on each side. A server palace is kept in step by
+        its own rule (server_mirror.py).
         """
+        if self.settings.chroma_url:
+            return self.server_mirror.sync()
         self.refresh()
         generation = self.catalog.generation()
         dirty = self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
