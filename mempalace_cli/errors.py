@@ -97,3 +97,9 @@ class ServerAuthError(ServerError):
     """The Chroma server refused our token (401/403), or wants one and we sent none."""
 
     kind = "server_auth"
+
+
+class MigrationMismatchError(MemPalaceError):
+    """After `migrate`, the target's records do not match the source's."""
+
+    kind = "migration_mismatch"

@@ -43,19 +43,30 @@ class ServerLedger:
         self._begun: tuple[str | None, str] | None = None
         self.steps: list[TokenStep] = []  # drained by the catalogue mirror after each write
 
-    def _col(self) -> Any:
+    def _col(self, create: bool = True) -> Any | None:
+        """The collection; None when it does not exist and `create` is false (reading a
+        palace never creates anything on the server)."""
         if self._collection is None:
-            self._collection = chroma_server.read(
-                self._opts,
-                lambda: self._client.get_or_create_collection(
-                    PALACE_COLLECTION, embedding_function=None
-                ),
-            )
+
+            def open_it() -> Any | None:
+                if create:
+                    return self._client.get_or_create_collection(
+                        PALACE_COLLECTION, embedding_function=None
+                    )
+                names = [getattr(c, "name", c) for c in self._client.list_collections()]
+                if PALACE_COLLECTION not in names:
+                    return None
+                return self._client.get_collection(PALACE_COLLECTION, embedding_function=None)
+
+            self._collection = chroma_server.read(self._opts, open_it)
         return self._collection
 
     def _get(self, record_id: str) -> str | None:
+        col = self._col(create=False)
+        if col is None:
+            return None
         got = chroma_server.read(
-            self._opts, lambda: self._col().get(ids=[record_id], include=["documents"])
+            self._opts, lambda: col.get(ids=[record_id], include=["documents"])
         )
         return got["documents"][0] if got["ids"] else None
 

@@ -29,6 +29,9 @@ EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.IncompatiblePalaceError: 6,
     errors.ConfigError: 7,
     errors.ModelUnavailableError: 8,
+    errors.ServerError: 9,  # down, slow, or an error we can't name more precisely
+    errors.ServerAuthError: 10,  # the server refused our token
+    errors.MigrationMismatchError: 11,
 }
 
 
@@ -43,6 +46,9 @@ def exit_status(exc: errors.MemPalaceError) -> int:
 class Env:
     palace_option: str | None = None
     chroma_url: str | None = None
+    chroma_token: str | None = None
+    chroma_ca_file: str | None = None
+    chroma_database: str | None = None
     out: Console = field(default_factory=lambda: Console(soft_wrap=False))
     err: Console = field(default_factory=lambda: Console(stderr=True))
     _palace: Palace | None = None
@@ -53,9 +59,17 @@ class Env:
 
     def palace(self) -> Palace:
         if self._palace is None:
+            from mempalace_cli.config import resolve_settings
             from mempalace_cli.service import open_palace
 
-            self._palace = open_palace(self.palace_option, self.chroma_url)
+            settings = resolve_settings(
+                self.palace_option,
+                self.chroma_url,
+                chroma_token=self.chroma_token,
+                chroma_ca_file=self.chroma_ca_file,
+                chroma_database=self.chroma_database,
+            )
+            self._palace = open_palace(settings=settings)
         return self._palace
 
 
