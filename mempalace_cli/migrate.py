@@ -32,7 +32,6 @@ from mempalace_cli.config import Settings
 from mempalace_cli.errors import InvalidInputError, MigrationMismatchError, NotFoundError
 from mempalace_cli.kg import KG_FILE, Fact, FactRecord, parse_date
 from mempalace_cli.layers import read_identity
-from mempalace_cli.service.core import crashpoint
 from mempalace_cli.store import DrawerStore
 
 DEFAULT_BATCH = 500
@@ -251,12 +250,18 @@ def _local_end(palace: Any, kg_file: Path | None) -> _End:
         with palace.lock.hold():
             return palace.kg.import_facts(records)
 
+    def identity() -> str | None:
+        # The file as written (read_identity checks it is readable and not blank).
+        if read_identity(identity_path) is None:
+            return None
+        return identity_path.read_text(encoding="utf-8")
+
     return _End(
         label=str(palace.path),
         store=palace.store,
         read_facts=facts,
         import_facts=import_facts,
-        read_identity=lambda: read_identity(identity_path),
+        read_identity=identity,
         write_identity=write_identity,
     )
 
@@ -282,6 +287,8 @@ def _server_end(palace: Any, opts: ServerOptions) -> _End:
 
 
 def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local: Any) -> dict:
+    from mempalace_cli.service.core import crashpoint  # (the service imports this module)
+
     src_col = source.store.collection()
     facts = source.read_facts()
     if src_col is None and not facts:
