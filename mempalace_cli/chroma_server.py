@@ -121,7 +121,7 @@ def connect(opts: ServerOptions) -> Any:
     from chromadb.config import Settings as ChromaSettings
 
     host, port, tls = _endpoint(opts)
-    check_reachable(opts)
+    read(opts, lambda: check_reachable(opts))
     verify = _verify(opts)
     settings = ChromaSettings(
         anonymized_telemetry=False,
