@@ -331,14 +331,14 @@ class DrawerStore:
             offset += len(page["ids"])
 
     # -- writes (callers hold the palace lock) ----------------------------------------------
-    def _write(self, op: Callable[[], None]) -> None:
-        """One write. On a server it is bracketed by the ledger's change token (so that other
-        machines see that something changed, even if we die half-way) and never retried: it
-        is done only when the server acknowledged it."""
+    def _write(self, op: Callable[[], None], ids: Sequence[str] | None) -> None:
+        """One write touching `ids` (None: any drawer). On a server it is bracketed by the
+        ledger's change records (so that other machines see what changed, even if we die
+        half-way) and never retried: it is done only when the server acknowledged it."""
         if self.server is None:
             op()
             return
-        self.ledger.begin_write()
+        self.ledger.begin_write(ids)
         chroma_server.write(self.server, op)
         self.ledger.end_write()
 
@@ -361,7 +361,7 @@ class DrawerStore:
                     metadatas=list(metadatas[start:end]),
                 )
 
-        self._write(run)
+        self._write(run, ids)
 
     def delete(self, ids: Sequence[str]) -> None:
         col = self.collection()
@@ -372,9 +372,9 @@ class DrawerStore:
             for start in range(0, len(ids), PAGE):
                 col.delete(ids=list(ids[start : start + PAGE]))
 
-        self._write(run)
+        self._write(run, ids)
 
     def delete_where(self, where: dict[str, Any]) -> None:
         col = self.collection()
         if col is not None:
-            self._write(lambda: col.delete(where=where))
+            self._write(lambda: col.delete(where=where), None)
