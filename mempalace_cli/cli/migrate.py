@@ -55,9 +55,10 @@ def _render(env: Any, result: dict[str, Any]) -> None:
     d, f = result["drawers"], result["facts"]
     drawers = result["verified"]["drawers"]["target"]
     env.out.print(
-        f"Migrated {result['from']} -> {result['to']}: {d['total']} drawers "
-        f"({d['copied']} copied, {d['already_there']} already there), {f['total']} facts "
-        f"({f['copied']} new){', identity' if result['identity'] else ''}.",
+        f"Migrated {result['from']} -> {result['to']}: {_n(d['total'], 'drawer')} "
+        f"({d['copied']} copied, {d['already_there']} already there), "
+        f"{_n(f['total'], 'fact')} ({f['copied']} new)"
+        f"{', identity' if result['identity'] else ''}.",
         highlight=False,
     )
     env.out.print(
@@ -70,6 +71,10 @@ def _render(env: Any, result: dict[str, Any]) -> None:
         "MEMPALACE_CHROMA_URL) and run: mempalace status",
         highlight=False,
     )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def register(app: typer.Typer) -> None:
