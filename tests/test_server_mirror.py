@@ -115,3 +115,18 @@ def test_a_write_interrupted_before_the_catalogue_is_repaired(pair: tuple) -> No
         assert "drawer_ops_notes_half" in _catalog_ids(fresh)
     finally:
         fresh.close()
+
+
+def test_the_identity_is_shared_through_the_server(pair: tuple, cli: Any) -> None:
+    a, b, database = pair
+    a.add_drawer("ops", "notes", "Standups are async in the #harbor channel.")
+    assert b.identity()["text"] is None
+    a.set_identity("We are the Harbor team: photo storage for architects.\n")
+    assert b.identity() == {
+        "text": "We are the Harbor team: photo storage for architects.\n",
+        "where": a.settings.chroma_url,
+    }
+    woke = b.wake_up()
+    assert "photo storage for architects" in str(woke)
+    shown = cli("--chroma-url", a.settings.chroma_url, "--chroma-database", database, "identity")
+    assert "photo storage for architects" in shown.stdout

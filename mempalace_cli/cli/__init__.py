@@ -109,7 +109,17 @@ def root(
 
 
 def _register() -> None:
-    from mempalace_cli.cli import diary, kg, migrate, mining, search, serve, traverse, wakeup
+    from mempalace_cli.cli import (
+        diary,
+        identity,
+        kg,
+        migrate,
+        mining,
+        search,
+        serve,
+        traverse,
+        wakeup,
+    )
 
     mining.register(app)
     search.register(app)
@@ -119,6 +129,7 @@ def _register() -> None:
     diary.register(app)
     traverse.register(app)
     migrate.register(app)
+    identity.register(app)
 
 
 _register()

@@ -57,6 +57,14 @@ class WakeUpOps(PalaceCore):
             return None
         return self.store.ledger.identity()
 
+    def identity(self) -> dict[str, Any]:
+        """The identity text (L0) and where it is read from (None when there is none)."""
+        shared = self._server_identity()
+        if shared is not None:
+            return {"text": shared, "where": self.store.location}
+        path = self.settings.identity_path
+        return {"text": layers.read_identity(path), "where": str(path)}
+
     def set_identity(self, text: str) -> dict[str, Any]:
         """Store the identity text (L0): on the server for a server palace (every machine reads
         it), else in $MEMPALACE_HOME/identity.txt."""
