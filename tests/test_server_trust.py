@@ -5,6 +5,7 @@ requests. A real `chroma run` sits behind a small real HTTP proxy that checks a 
 from __future__ import annotations
 
 import http.client
+import shutil
 import socket
 import threading
 import urllib.parse
@@ -192,3 +193,80 @@ def _drop_next_write(proxy: TokenProxy) -> threading.Event:
 
     handler.do_POST = handle  # type: ignore[attr-defined]
     return dropped
+
+
+def _certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A throwaway authority and a certificate for 127.0.0.1 it signed (real openssl)."""
+    import subprocess
+
+    ca_key, ca, key, csr, cert = (folder / n for n in ("ca.key", "ca.pem", "k.pem", "r", "c.pem"))
+    ext = folder / "ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    for cmd in (
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            ca_key,
+            "-out",
+            ca,
+            "-days",
+            "2",
+            "-subj",
+            "/CN=mempalace test CA",
+        ],
+        [
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            csr,
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        [
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            ca,
+            "-CAkey",
+            ca_key,
+            "-CAcreateserial",
+            "-out",
+            cert,
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+        ],
+    ):
+        subprocess.run(["openssl", *map(str, cmd)], check=True, capture_output=True)
+    return ca, cert, key
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls_with_our_own_authority(tmp_path: Path, proxy: TokenProxy, embedder: Any) -> None:
+    import ssl
+
+    ca, cert, key = _certificates(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    proxy.server.socket = context.wrap_socket(proxy.server.socket, server_side=True)
+    m = _machine(tmp_path, proxy.url.replace("http://", "https://"))
+    token = {"MEMPALACE_CHROMA_TOKEN": TOKEN}
+    untrusted = m.json("kg", "query", "Harbor", expect=9, **token)["error"]
+    assert untrusted["kind"] == "server_unavailable" and "TLS" in untrusted["message"]
+    assert "chroma_ca_file" in untrusted["hint"]
+    trusted = {**token, "MEMPALACE_CHROMA_CA_FILE": str(ca)}
+    assert m.json("kg", "add", "Harbor", "uses", "MinIO", **trusted)["created"] is True
+    assert m.json("kg", "query", "Harbor", **trusted)["count"] == 1
+    missing = m.json("status", expect=7, MEMPALACE_CHROMA_CA_FILE=str(tmp_path / "nope.pem"))
+    assert "CA file" in missing["error"]["message"]
