@@ -177,6 +177,8 @@ class ServerMirror:
         )
         mark = max([c.at_us for c in changes] + [floor or 0, int(catalog.get_meta(WATERMARK) or 0)])
         catalog.set_meta(conn, WATERMARK, str(mark))
+        # Records older than the log keeps are never looked at again.
+        conn.execute("DELETE FROM server_changes WHERE at_us < ?", (mark - RETENTION_SAFE_US,))
         catalog.set_meta(conn, VECTORS_META, "1")
         catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
         catalog.set_meta(conn, SERVER_TOKEN, token)

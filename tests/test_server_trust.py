@@ -112,10 +112,10 @@ def _machine(tmp_path: Path, url: str) -> Machine:
 
 def test_a_server_that_is_down_is_named_with_what_to_do(tmp_path: Path) -> None:
     m = _machine(tmp_path, f"http://127.0.0.1:{free_port()}")
-    error = m.json("status", expect=9)["error"]
+    error = m.json("status", expect=13)["error"]
     assert error["kind"] == "server_unavailable"
     assert m.url in error["message"] and "chroma run" in error["hint"]
-    plain = m.run("kg", "add", "A", "uses", "B", expect=9)
+    plain = m.run("kg", "add", "A", "uses", "B", expect=13)
     assert "Could not reach the Chroma server" in plain.stderr
     assert "Traceback" not in plain.stderr and plain.stdout == ""  # nothing reported done
 
@@ -126,7 +126,7 @@ def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
         hung.listen(16)
         m = _machine(tmp_path, f"http://127.0.0.1:{hung.getsockname()[1]}")
         (m.home / "config.toml").write_text("chroma_timeout_seconds = 1\n")
-        error = m.json("status", expect=9)["error"]
+        error = m.json("status", expect=13)["error"]
     assert error["kind"] == "server_timeout"
     assert "did not answer within 1 s" in error["message"]
     assert "chroma_timeout_seconds" in error["hint"]
@@ -136,10 +136,10 @@ def test_the_token_goes_to_the_server_and_a_refusal_is_clear(
     tmp_path: Path, proxy: TokenProxy, embedder: Any
 ) -> None:
     m = _machine(tmp_path, proxy.url)
-    missing = m.json("status", expect=10)["error"]
+    missing = m.json("status", expect=14)["error"]
     assert missing["kind"] == "server_auth" and "requires a token" in missing["message"]
     assert "MEMPALACE_CHROMA_TOKEN" in missing["hint"]
-    wrong = m.json("status", expect=10, MEMPALACE_CHROMA_TOKEN="guess")["error"]
+    wrong = m.json("status", expect=14, MEMPALACE_CHROMA_TOKEN="guess")["error"]
     assert "refused our token" in wrong["message"]
     # The right token, from the environment, from config.toml, and from the flag.
     added = m.json(
@@ -168,7 +168,7 @@ def test_reads_are_retried_and_writes_are_not(
     writes_before = len(proxy.writes())
     proxy.drop("POST", 0)
     failing = _drop_next_write(proxy)
-    result = m.run("kg", "add", "Harbor", "uses", "Postgres", "--json", expect=9, **token)
+    result = m.run("kg", "add", "Harbor", "uses", "Postgres", "--json", expect=13, **token)
     assert '"created"' not in result.stdout and failing.wait(30)
     assert len(proxy.writes()) == writes_before  # the dropped write was not sent again
     assert m.json("kg", "query", "Harbor", **token)["count"] == 1
@@ -262,7 +262,7 @@ def test_tls_with_our_own_authority(tmp_path: Path, proxy: TokenProxy, embedder:
     proxy.server.socket = context.wrap_socket(proxy.server.socket, server_side=True)
     m = _machine(tmp_path, proxy.url.replace("http://", "https://"))
     token = {"MEMPALACE_CHROMA_TOKEN": TOKEN}
-    untrusted = m.json("kg", "query", "Harbor", expect=9, **token)["error"]
+    untrusted = m.json("kg", "query", "Harbor", expect=13, **token)["error"]
     assert untrusted["kind"] == "server_unavailable" and "TLS" in untrusted["message"]
     assert "chroma_ca_file" in untrusted["hint"]
     trusted = {**token, "MEMPALACE_CHROMA_CA_FILE": str(ca)}

@@ -29,9 +29,10 @@ EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.IncompatiblePalaceError: 6,
     errors.ConfigError: 7,
     errors.ModelUnavailableError: 8,
-    errors.ServerError: 9,  # down, slow, or an error we can't name more precisely
-    errors.ServerAuthError: 10,  # the server refused our token
-    errors.MigrationMismatchError: 11,
+    # A Chroma server (a team palace): down or slow, refusing our token; migrate's check.
+    errors.ServerError: 13,
+    errors.ServerAuthError: 14,
+    errors.MigrationMismatchError: 15,
 }
 
 
