@@ -315,7 +315,23 @@ class KnowledgeGraph:
         """Record a fact; returns (fact, created). A fact identical to a stored one (same
         subject, predicate, object and interval, or restated without dates while open) is not
         stored twice."""
-        pred, start, end = check_fact(subject, predicate, obj, valid_from, valid_to, confidence)
+        for label, value in (("subject", subject), ("predicate", predicate), ("object", obj)):
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInputError(
+                    f"The {label} is empty.",
+                    hint="A fact needs a subject, a predicate and an object.",
+                )
+        start = parse_date(valid_from, "valid_from")
+        end = parse_date(valid_to, "valid_to")
+        if start is not None and end is not None and _window(end)[0] <= _window(start)[0]:
+            raise InvalidInputError(
+                f"valid_to {end} is not after valid_from {start}.",
+                hint="valid_to is the first date the fact no longer holds; it must come after "
+                "valid_from.",
+            )
+        if not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
+            raise InvalidInputError(f"confidence must be between 0 and 1, not {confidence!r}.")
+        pred = normalize_predicate(predicate)
         with self._transaction() as conn:
             sid = self._upsert_entity(conn, subject, subject_type)
             oid = self._upsert_entity(conn, obj, object_type)
@@ -366,8 +382,24 @@ class KnowledgeGraph:
                 known = self._facts(
                     "t.subject = ? AND t.predicate = ? AND t.object = ?", [sid, pred, oid]
                 )
-                raise not_open_error(subject, pred, obj, end, known)
-            check_end_after_start(open_facts, end)
+                if known:
+                    ends = ", ".join(sorted({f.valid_to or "-" for f in known}))
+                    hint = f"That fact already ended ({ends}); nothing to change."
+                else:
+                    hint = (
+                        f"Check the spelling with: mempalace kg query {subject!r} "
+                        "(predicates are lower case with underscores)."
+                    )
+                raise NotFoundError(
+                    f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was invalidated.",
+                    hint=hint,
+                )
+            for fact in open_facts:
+                if fact.valid_from is not None and _window(end)[0] <= fact.valid_from:
+                    raise InvalidInputError(
+                        f"ended {end} is not after the fact's valid_from {fact.valid_from}.",
+                        hint="Pass --ended with a date after the fact started.",
+                    )
             conn.executemany(
                 "UPDATE triples SET valid_to = ? WHERE id = ?", [(end, f.id) for f in open_facts]
             )
@@ -392,7 +424,14 @@ class KnowledgeGraph:
             return [r[0] for r in self.conn.execute("SELECT name FROM entities ORDER BY id")]
 
     def query(self, entity: str, as_of: str | None = None, direction: str = "both") -> list[Fact]:
-        check_query(entity, direction)
+        if direction not in DIRECTIONS:
+            raise InvalidInputError(
+                f"Unknown direction {direction!r}.", hint=f"Use one of: {', '.join(DIRECTIONS)}."
+            )
+        if not isinstance(entity, str) or not entity.strip():
+            raise InvalidInputError(
+                "Name the entity to look up.", hint="e.g. mempalace kg query MyProject"
+            )
         eid = entity_id(entity)
         sides = {
             "outgoing": "t.subject = ?",
@@ -416,7 +455,8 @@ class KnowledgeGraph:
     def timeline(self, entity: str | None = None, limit: int | None = None) -> list[Fact]:
         """Facts in chronological order: by start (undated first), then when they were learned."""
         where, params = "1", []
-        check_limit(limit)
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise InvalidInputError(f"limit must be a positive number, not {limit!r}.")
         if entity is not None and entity.strip():
             eid = entity_id(entity)
             where, params = "(t.subject = ? OR t.object = ?)", [eid, eid]
