@@ -24,6 +24,7 @@ from typing import Any
 
 from mempalace_cli import chroma_server
 from mempalace_cli.chroma_server import ServerOptions
+from mempalace_cli.errors import InvalidInputError
 from mempalace_cli.kg import (
     Fact,
     FactRecord,
@@ -83,13 +84,20 @@ def _fact_meta(f: Fact) -> dict[str, Any]:
         "valid_to": f.valid_to,
         "source_drawer_id": f.source_drawer_id,
         "source_file": f.source_file,
+        "source_closet": getattr(f, "source_closet", None),
     }
     meta.update({k: v for k, v in optional.items() if v is not None})
     return meta
 
 
+# Fields of Fact beyond the first twelve (a newer kg.py may add some, e.g. source_closet).
+_EXTRA_FIELDS = [f for f in Fact.__dataclass_fields__ if f in ("source_closet",)]
+
+
 def _fact(fid: str, m: dict[str, Any]) -> Fact:
+    extra = {name: m.get(name) for name in _EXTRA_FIELDS}
     return Fact(
+        **extra,
         id=fid,
         subject_id=m["subject_id"],
         predicate=m["predicate"],
@@ -203,6 +211,7 @@ class ChromaFactStore:
         source_file: str | None = None,
         subject_type: str | None = None,
         object_type: str | None = None,
+        source_closet: str | None = None,
     ) -> tuple[Fact, bool]:
         """As KnowledgeGraph.add: a fact identical to a stored one is not stored twice."""
         pred, start, end = check_fact(subject, predicate, obj, valid_from, valid_to, confidence)
@@ -218,7 +227,9 @@ class ChromaFactStore:
         n = 0
         while fact_id(sid, pred, oid, start, end, n) in taken:
             n += 1
+        extra = {"source_closet": source_closet} if _EXTRA_FIELDS else {}
         fact = Fact(
+            **extra,
             id=fact_id(sid, pred, oid, start, end, n),
             subject_id=sid,
             predicate=pred,
@@ -271,6 +282,24 @@ class ChromaFactStore:
         )
         return [self._by_id(f.id) or f for f in ended_facts], end
 
+    def supersede(
+        self, subject: str, predicate: str, old_object: str, new_object: str, at: str | None = None
+    ) -> tuple[list[Fact], Fact, str]:
+        """`subject predicate` changes from `old_object` to `new_object` on `at`: the old fact
+        ends and the new one starts then. Two requests on a server (Chroma has no transaction
+        across records): a reader in between sees the old fact ended and the new one not yet."""
+        for label, value in (("new_object", new_object), ("old_object", old_object)):
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInputError(f"The {label} is empty.", hint="Name both objects.")
+        if entity_id(new_object) == entity_id(old_object):
+            raise InvalidInputError(
+                f"old_object and new_object are the same ({old_object!r}); nothing to supersede.",
+                hint="Pass the value that replaces the old one as new_object.",
+            )
+        ended, end = self.invalidate(subject, predicate, old_object, at)
+        new, _ = self.add(ended[0].subject, predicate, new_object, end, None, ended[0].confidence)
+        return ended, new, end
+
     # -- reads ------------------------------------------------------------------------------
     def has_entity(self, name: str) -> bool:
         return self._entity(entity_id(name)) is not None
@@ -300,13 +329,17 @@ class ChromaFactStore:
             clauses += [{"from_us": {"$lte": to_us(high)}}, {"to_us": {"$gt": to_us(low)}}]
         return self._facts(_and(*clauses))
 
-    def timeline(self, entity: str | None = None, limit: int | None = None) -> list[Fact]:
+    def timeline(
+        self, entity: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Fact]:
         check_limit(limit)
+        if not isinstance(offset, int) or offset < 0:
+            raise InvalidInputError(f"offset must be 0 or more, not {offset!r}.")
         where: dict[str, Any] = {}
         if entity is not None and entity.strip():
             eid = entity_id(entity)
             where = {"$or": [{"subject_id": eid}, {"object_id": eid}]}
-        facts = self._facts(where)
+        facts = self._facts(where)[offset:]
         return facts[:limit] if limit is not None else facts
 
     def stats(self) -> dict[str, Any]:

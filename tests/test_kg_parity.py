@@ -109,3 +109,25 @@ def test_sqlite_and_chroma_fact_stores_answer_alike(
     assert got.keys() == expected.keys()
     differ = {k: (expected[k], got[k]) for k in expected if expected[k] != got[k]}
     assert not differ
+
+
+def test_supersede_and_paged_timeline_on_the_server(tmp_path: Path, server_url: str, home: Path):
+    remote = Palace(
+        resolve_settings(str(tmp_path / "remote"), server_url, chroma_database=unique_database())
+    )
+    try:
+        remote.kg_add("Harbor", "uses", "NFS", "2025-01-01")
+        ended, new, when = remote.kg.supersede("Harbor", "uses", "NFS", "MinIO", "2026-01-15")
+        assert [(f.object, f.valid_to) for f in ended] == [("NFS", "2026-01-15")]
+        assert (new.object, new.valid_from, new.valid_to, when) == (
+            "MinIO",
+            "2026-01-15",
+            None,
+            "2026-01-15",
+        )
+        page = remote.kg.timeline("Harbor", limit=1, offset=1)
+        assert [f.object for f in page] == ["MinIO"]
+        with pytest.raises(MemPalaceError):
+            remote.kg.supersede("Harbor", "uses", "NFS", "S3", "2026-03-01")  # already ended
+    finally:
+        remote.close()
