@@ -193,6 +193,7 @@ class _End:
     import_facts: Callable[[list[FactRecord]], int]
     read_identity: Callable[[], str | None]
     write_identity: Callable[[str], None]
+    has_drawers: Callable[[], bool]  # without creating anything when there are none
 
 
 def migrate_palace(
@@ -263,6 +264,8 @@ def _local_end(palace: Any, kg_file: Path | None) -> _End:
         import_facts=import_facts,
         read_identity=identity,
         write_identity=write_identity,
+        # Opening an embedded store that isn't there would create one in the source folder.
+        has_drawers=lambda: palace.store.has_local_data() and palace.store.collection() is not None,
     )
 
 
@@ -283,20 +286,21 @@ def _server_end(palace: Any, opts: ServerOptions) -> _End:
         import_facts=kg.import_facts,
         read_identity=store.ledger.identity,
         write_identity=write_identity,
+        has_drawers=lambda: store.collection() is not None,
     )
 
 
 def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local: Any) -> dict:
     from mempalace_cli.service.core import crashpoint  # (the service imports this module)
 
-    src_col = source.store.collection()
+    has_drawers = source.has_drawers()
     facts = source.read_facts()
-    if src_col is None and not facts:
+    if not has_drawers and not facts:
         raise NotFoundError(
             f"There is no palace to migrate at {source.label}: no drawers and no facts.",
             hint="Check --palace (or chroma_url and chroma_database for --from).",
         )
-    total = source.store.count()
+    total = source.store.count() if has_drawers else 0
     copied = skipped = 0
     with contextlib.ExitStack() as stack:
         if into_local is not None:
@@ -306,7 +310,8 @@ def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local
             # now means that after an interruption every reader rebuilds it too.
             into_local._mark_writing()
         include = ["documents", "metadatas", "embeddings"]
-        for page in source.store.iter_all(include, page_size=batch):
+        pages = source.store.iter_all(include, page_size=batch) if has_drawers else iter(())
+        for page in pages:
             have = target.store.get(page["ids"], include=["documents", "metadatas"])
             held = {
                 i: (d or "", m or {})
@@ -340,7 +345,7 @@ def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local
             target.write_identity(identity)
         if into_local is not None:
             into_local.sync()
-    verify = _verify(source, target, facts, batch)
+    verify = _verify(source, target, facts, batch, has_drawers)
     return {
         "from": source.label,
         "to": target.label,
@@ -351,8 +356,13 @@ def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local
     }
 
 
-def _verify(source: _End, target: _End, facts: list[FactRecord], batch: int) -> dict[str, Any]:
-    drawers = _compare_drawers(source.store, target.store, batch)
+def _verify(
+    source: _End, target: _End, facts: list[FactRecord], batch: int, has_drawers: bool
+) -> dict[str, Any]:
+    if has_drawers:
+        drawers = _compare_drawers(source.store, target.store, batch)
+    else:
+        drawers = {"source": Digest(), "target": Digest(), "max_vector_gap": 0.0, "bad_vectors": []}
     src_facts = _fact_digest(facts)
     dst_facts = _fact_digest(target.read_facts(), set(src_facts.records))
     pairs = {"drawers": (drawers["source"], drawers["target"]), "facts": (src_facts, dst_facts)}

@@ -279,3 +279,15 @@ def test_settings_carry_the_server_options(tmp_path: Path, home: Path, monkeypat
     assert "s3cret" not in repr(settings)  # the token never shows in a repr or a log line
     flagged = resolve_settings(str(tmp_path / "p"), chroma_token="flag", chroma_database="x")
     assert flagged.chroma_token == "flag" and flagged.chroma_database == "x"
+
+
+def test_migrating_a_palace_that_is_not_there_creates_nothing(
+    tmp_path: Path, server_url: str
+) -> None:
+    home, database = tmp_path / "home", unique_database()
+    home.mkdir()
+    missing = tmp_path / "no-such-palace"
+    proc = _run(home, database, "--palace", missing, "migrate", "--to", server_url, "--json")
+    assert proc.returncode == 4, proc.stderr
+    assert json.loads(proc.stdout)["error"]["kind"] == "not_found"
+    assert not missing.exists()
