@@ -72,10 +72,17 @@ class ServerMirror:
     def _refresh(self, incremental: bool) -> int:
         """Caller holds the palace lock. The token is read first: a write that lands while we
         read changes it again afterwards, so the next check catches up once more."""
+        from mempalace_cli.service.core import WRITE_IN_PROGRESS
+
         store, catalog = self.core.store, self.core.catalog
         token = store.ledger.token() or NO_TOKEN
         if catalog.get_meta(SERVER_TOKEN) == token and store.count() == catalog.count():
-            return 0  # another process of this machine caught up while we waited for the lock
+            # In step (another process of this machine caught up while we waited, or a writer
+            # died before touching the server): a mark left behind is stale, we hold the lock.
+            if catalog.get_meta(WRITE_IN_PROGRESS) == "1":
+                with catalog.transaction() as conn:
+                    catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+            return 0
         if incremental:
             changed = self._catch_up(token)
             if changed is not None and store.count() == catalog.count():
