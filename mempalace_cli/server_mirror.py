@@ -76,7 +76,11 @@ class ServerMirror:
 
         store, catalog = self.core.store, self.core.catalog
         token = store.ledger.token() or NO_TOKEN
-        if catalog.get_meta(SERVER_TOKEN) == token and store.count() == catalog.count():
+        if (
+            catalog.get_meta(SERVER_TOKEN) == token
+            and catalog.get_meta(VECTORS_META) == "1"
+            and store.count() == catalog.count()
+        ):
             # In step (another process of this machine caught up while we waited, or a writer
             # died before touching the server): a mark left behind is stale, we hold the lock.
             if catalog.get_meta(WRITE_IN_PROGRESS) == "1":
