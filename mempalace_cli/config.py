@@ -87,6 +87,21 @@ class Settings:
         return self.home / CONFIG_FILE
 
 
+def _require_folder(path: Path, what: str) -> None:
+    """A path we will create folders under must not be a file (or sit below one)."""
+    from mempalace_cli.errors import NotADirectoryPathError
+
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            if not p.is_dir():
+                raise NotADirectoryPathError(
+                    f"{what} {path} is not a folder: {p} is a file.",
+                    hint="Point it at a folder, or at a path that does not exist yet (it is "
+                    "created), or move the file out of the way.",
+                )
+            return
+
+
 def load_global_config(home: Path) -> dict[str, Any]:
     path = home / CONFIG_FILE
     if not path.exists():
@@ -104,6 +119,7 @@ def resolve_settings(
 ) -> Settings:
     """Resolve the palace path: --palace > $MEMPALACE_PALACE > config.toml palace_path > default."""
     home = home or mempalace_home()
+    _require_folder(home, HOME_ENV)
     cfg = load_global_config(home)
     if palace:
         palace_path = Path(palace)
@@ -130,6 +146,7 @@ def resolve_settings(
     token = chroma_token or os.environ.get(CHROMA_TOKEN_ENV) or cfg.get("chroma_token") or None
     ca_file = chroma_ca_file or os.environ.get(CHROMA_CA_ENV) or cfg.get("chroma_ca_file")
     database = chroma_database or os.environ.get(CHROMA_DATABASE_ENV) or cfg.get("chroma_database")
+    _require_folder(palace_path.expanduser(), "The palace path")
     return Settings(
         home=home,
         palace_path=palace_path.expanduser().absolute(),

@@ -308,7 +308,7 @@ def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local
             stack.enter_context(into_local.lock.hold())
             # The folder's catalogue is rebuilt from its drawer store at the end; marking it
             # now means that after an interruption every reader rebuilds it too.
-            into_local._mark_writing()
+            into_local.consistency.begin_write()
         include = ["documents", "metadatas", "embeddings"]
         pages = source.store.iter_all(include, page_size=batch) if has_drawers else iter(())
         for page in pages:
@@ -344,7 +344,7 @@ def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local
         if identity is not None:
             target.write_identity(identity)
         if into_local is not None:
-            into_local.sync()
+            into_local.consistency.reconcile("migrated")
     verify = _verify(source, target, facts, batch, has_drawers)
     return {
         "from": source.label,

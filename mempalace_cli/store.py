@@ -19,7 +19,13 @@ from mempalace_cli import chroma_server
 from mempalace_cli.chroma_server import ServerOptions
 from mempalace_cli.config import COLLECTION_NAME
 from mempalace_cli.embedder import DIMENSION, MODEL_NAME
-from mempalace_cli.errors import IncompatiblePalaceError, MemPalaceError, PalaceCorruptError
+from mempalace_cli.errors import (
+    IncompatiblePalaceError,
+    MemPalaceError,
+    PalaceCorruptError,
+    from_sqlite_error,
+    write_failure,
+)
 
 T = TypeVar("T")
 CHROMA_FILE = "chroma.sqlite3"
@@ -123,6 +129,9 @@ class DrawerStore:
                 # Another client in this process opened the folder with other settings: share it.
                 return chromadb.PersistentClient(path=str(self.palace_path))
         except Exception as exc:
+            named = from_sqlite_error(exc, self.palace_path / CHROMA_FILE)
+            if named is not None:
+                raise named from exc
             raise PalaceCorruptError(
                 f"The drawer store in {self.palace_path} can't be opened: {exc}",
                 hint="Restore the palace folder from a backup, or move it aside and re-mine. "
@@ -270,7 +279,13 @@ class DrawerStore:
         with self.retry_guard():
             self.reset_handle()
             col = self.collection()
-            return empty if col is None else op(col)
+            try:
+                return empty if col is None else op(col)
+            except MemPalaceError:
+                raise
+            except Exception as exc:
+                path = self.palace_path / CHROMA_FILE
+                raise write_failure(exc, path, "The drawer store") from exc
 
     def _read_once(self, op: Callable[[Any], T], empty: T) -> T:
         col = self.collection()
@@ -307,6 +322,18 @@ class DrawerStore:
             for i in range(len(ids))
         ]
 
+    def ids_at(self, offset: int, limit: int) -> list[str]:
+        """The ids at positions offset..offset+limit-1 of Chroma's insertion order (ids only:
+        the consistency probe on a server)."""
+        return self._read(
+            lambda col: list(col.get(offset=offset, limit=limit, include=[])["ids"]), []
+        )
+
+    def reset_collection(self) -> None:
+        """Fetch the collection again on next use (a server: its metadata may have changed,
+        or it was replaced)."""
+        self._collection = None
+
     def get(self, ids: Sequence[str], include: Sequence[str]) -> dict[str, Any]:
         empty: dict[str, Any] = {"ids": [], **{k: [] for k in include}}
         if not ids:
@@ -323,7 +350,7 @@ class DrawerStore:
         while True:
             page = self._read(
                 lambda c, at=offset: c.get(limit=page_size, offset=at, include=list(include)),
-                None,
+                {"ids": []},
             )
             if not page["ids"]:
                 return
@@ -336,7 +363,14 @@ class DrawerStore:
         ledger's change records (so that other machines see what changed, even if we die
         half-way) and never retried: it is done only when the server acknowledged it."""
         if self.server is None:
-            op()
+            try:
+                op()
+            except MemPalaceError:
+                raise
+            except Exception as exc:  # named (disk full, permission), not Chroma's internals
+                raise write_failure(
+                    exc, self.palace_path / CHROMA_FILE, "The drawer store"
+                ) from exc
             return
         self.ledger.begin_write(ids)
         chroma_server.write(self.server, op)

@@ -1,6 +1,7 @@
-"""The catalogue of a server palace as a cache (server_mirror.py), two palaces ("machines") in
-one process against a real `chroma run`: in step by the change token, catching up from the
-change log by what changed, falling back to a full comparison by content."""
+"""The catalogue of a server palace as a cache (consistency.py with the team change log of
+server_mirror.py), two palaces ("machines") in one process against a real `chroma run`: in
+step by the change token, catching up from the change log by what changed, falling back to a
+full comparison by content."""
 
 from __future__ import annotations
 
@@ -77,7 +78,8 @@ def test_our_own_write_keeps_the_catalogue_in_step(pair: tuple) -> None:
 
 def test_a_writer_without_the_ledger_is_caught_by_content(pair: tuple, embedder: Any) -> None:
     """MemPalace (or any tool) writing straight into the collection keeps no change log: the
-    drawer count no longer matches, and the catalogue is compared by content."""
+    change token stays, and consistency.py's tail probe (re-run by a long-lived process every
+    SERVER_CHECK_SECONDS) finds the change and reconciles by content."""
     a, b, database = pair
     a.add_drawer("ops", "notes", "Certificates renew 30 days before expiry.")
     b.create()
@@ -91,6 +93,7 @@ def test_a_writer_without_the_ledger_is_caught_by_content(pair: tuple, embedder:
         documents=[text],
         metadatas=[{"wing": "ops", "room": "notes", "source_file": ""}],
     )
+    b.consistency._server_checked_at = None  # the probe's interval is over (instead of a sleep)
     assert b.sync() == 1
     hits = b.search("VPN concentrator reboots", mode="lexical")["results"]
     assert hits and hits[0]["drawer_id"] == "drawer_ops_notes_foreign"
@@ -105,7 +108,7 @@ def test_a_write_interrupted_before_the_catalogue_is_repaired(pair: tuple) -> No
     row = DrawerRow("drawer_ops_notes_half", "ops", "notes", "", None, "", "Half-written.", {})
     vec = a.embedder.embed([row.text])
     a.create()
-    a._mark_writing()
+    a.consistency.begin_write()
     a.store.upsert([row.id], vec, [row.text], [{"wing": "ops", "room": "notes"}])
     # (the process "dies" here: no catalogue write, the mark stays)
     assert b.sync() == 1 and "drawer_ops_notes_half" in _catalog_ids(b)
