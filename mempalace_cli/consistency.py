@@ -440,8 +440,11 @@ class Consistency:
         """Bring `ids` in step (another machine's write, named by the team log); the result
         when the server's probe then matches the catalogue, else None (reconcile instead)."""
         repair = self._apply_ids("team_write", ids, None)
-        probe = self._server_probe(self.catalog.count())
-        if probe is None:
+        n = self.catalog.count()
+        probe = self._server_probe(n)
+        tail = self.store.ids_at(max(n - 1, 0), 1)
+        # Same count and our last row is the server's last: nobody else wrote meanwhile.
+        if probe is None or (tail and not self.catalog.get(tail)):
             return None
         with self.catalog.transaction() as conn:
             self.catalog.set_meta(conn, STORE_HEAD, probe)

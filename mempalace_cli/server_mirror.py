@@ -56,6 +56,8 @@ class TeamLog:
 
         catalog, ledger = self.core.catalog, self.core.store.ledger
         token = self._token()
+        if catalog.get_meta(SERVER_TOKEN) == token:
+            return None  # no teammate wrote: the probe saw a foreign writer, reconcile
         mark = catalog.get_meta(WATERMARK)
         if mark is None or token == NO_TOKEN or int(mark) < now_us() - RETENTION_SAFE_US:
             return None
