@@ -65,9 +65,13 @@ def chroma_server(data: Path) -> Iterator[str]:
 
 @contextmanager
 def shared_server(data: Path) -> Iterator[str]:
-    """The CI's server when there is one, else our own."""
-    if os.environ.get(TEST_URL_ENV):
-        yield os.environ[TEST_URL_ENV].rstrip("/")
+    """The CI's server when there is one (read by conftest before it isolates the
+    environment), else our own."""
+    from tests.conftest import _TEST_CHROMA_URL
+
+    url = _TEST_CHROMA_URL or os.environ.get(TEST_URL_ENV, "")
+    if url:
+        yield url.rstrip("/")
         return
     with chroma_server(data) as url:
         yield url
