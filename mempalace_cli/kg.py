@@ -20,7 +20,7 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -189,6 +189,90 @@ class Fact:
             current=is_current(self.valid_to, now),
         )
         return out
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    """A fact with its entities' types: what moves between palaces."""
+
+    fact: Fact
+    subject_type: str | None
+    object_type: str | None
+
+
+def check_fact(
+    subject: str,
+    predicate: str,
+    obj: str,
+    valid_from: str | None,
+    valid_to: str | None,
+    confidence: float,
+) -> tuple[str, str | None, str | None]:
+    """Validate a fact to record; (normalised predicate, valid_from, valid_to). Every fact
+    store (SQLite here, Chroma in kg_store_chroma.py) applies this one rule."""
+    for label, value in (("subject", subject), ("predicate", predicate), ("object", obj)):
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInputError(
+                f"The {label} is empty.",
+                hint="A fact needs a subject, a predicate and an object.",
+            )
+    start = parse_date(valid_from, "valid_from")
+    end = parse_date(valid_to, "valid_to")
+    if start is not None and end is not None and _window(end)[0] <= _window(start)[0]:
+        raise InvalidInputError(
+            f"valid_to {end} is not after valid_from {start}.",
+            hint="valid_to is the first date the fact no longer holds; it must come after "
+            "valid_from.",
+        )
+    if not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
+        raise InvalidInputError(f"confidence must be between 0 and 1, not {confidence!r}.")
+    return normalize_predicate(predicate), start, end
+
+
+def not_open_error(subject: str, pred: str, obj: str, end: str, known: list[Fact]) -> NotFoundError:
+    """Nothing to invalidate: say whether the fact already ended or is unknown."""
+    if known:
+        ends = ", ".join(sorted({f.valid_to or "-" for f in known}))
+        hint = f"That fact already ended ({ends}); nothing to change."
+    else:
+        hint = (
+            f"Check the spelling with: mempalace kg query {subject!r} "
+            "(predicates are lower case with underscores)."
+        )
+    return NotFoundError(
+        f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was invalidated.",
+        hint=hint,
+    )
+
+
+def check_end_after_start(facts: list[Fact], end: str) -> None:
+    for fact in facts:
+        if fact.valid_from is not None and _window(end)[0] <= fact.valid_from:
+            raise InvalidInputError(
+                f"ended {end} is not after the fact's valid_from {fact.valid_from}.",
+                hint="Pass --ended with a date after the fact started.",
+            )
+
+
+def check_query(entity: str, direction: str) -> None:
+    if direction not in DIRECTIONS:
+        raise InvalidInputError(
+            f"Unknown direction {direction!r}.", hint=f"Use one of: {', '.join(DIRECTIONS)}."
+        )
+    if not isinstance(entity, str) or not entity.strip():
+        raise InvalidInputError(
+            "Name the entity to look up.", hint="e.g. mempalace kg query MyProject"
+        )
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise InvalidInputError(f"limit must be a positive number, not {limit!r}.")
+
+
+def chronological(fact: Fact) -> tuple[bool, str, str, str]:
+    """Undated facts first, then by start, then by when they were learned."""
+    return (fact.valid_from is not None, fact.valid_from or "", fact.recorded_at, fact.id)
 
 
 class KnowledgeGraph:
@@ -524,3 +608,45 @@ class KnowledgeGraph:
             "expired_facts": expired,
             "predicates": predicates,
         }
+
+    # -- moving facts between palaces (migrate) -------------------------------------------
+    def export_facts(self) -> Iterator[FactRecord]:
+        """Every fact with its entities' types, as stored (ids kept)."""
+        sql = (
+            f"SELECT {_FACT_COLUMNS}, s.type, o.type FROM triples t "
+            "JOIN entities s ON s.id = t.subject JOIN entities o ON o.id = t.object ORDER BY t.id"
+        )
+        with self._mutex:
+            rows = self.conn.execute(sql).fetchall()
+        for row in rows:
+            yield FactRecord(Fact(*row[:12]), row[12], row[13])
+
+    def import_facts(self, records: Iterable[FactRecord]) -> int:
+        """Store facts with their ids as given; a fact whose id is already here is left as it
+        is. Returns how many were new."""
+        added = 0
+        with self._transaction() as conn:
+            for rec in records:
+                f = rec.fact
+                # Entity ids follow this palace's rule (MemPalace may spell them otherwise).
+                sid = self._upsert_entity(conn, f.subject, rec.subject_type)
+                oid = self._upsert_entity(conn, f.object, rec.object_type)
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO triples(id, subject, predicate, object, valid_from, "
+                    "valid_to, confidence, source_drawer_id, source_file, recorded_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        f.id,
+                        sid,
+                        f.predicate,
+                        oid,
+                        f.valid_from,
+                        f.valid_to,
+                        f.confidence,
+                        f.source_drawer_id,
+                        f.source_file,
+                        f.recorded_at,
+                    ),
+                )
+                added += cur.rowcount
+        return added

@@ -271,9 +271,14 @@ def test_diary_write_then_read(mcp: McpSession) -> None:
         "mempalace_diary_write",
         {"agent_name": "claude", "entry": DIARY_TEXT, "topic": "storage"},
     )
-    assert written["success"] is True and written["wing"] == "wing_claude"
+    assert written["success"] is True and written["topic"] == "storage"
+    assert written["agent"] == "claude" and written["wing"] == "wing_claude"
+    assert written["drawer_id"].startswith("drawer_wing_claude_")
     read = mcp.ok("mempalace_diary_read", {"agent_name": "claude"})
-    assert read["entries"][0]["content"] == DIARY_TEXT and read["entries"][0]["topic"] == "storage"
+    assert read["wing"] == "wing_claude" and read["total"] == len(read["entries"]) == 1
+    entry = read["entries"][0]
+    assert entry["content"] == DIARY_TEXT and entry["topic"] == "storage"
+    assert entry["drawer_id"] == written["drawer_id"] and entry["timestamp"] == written["timestamp"]
     # ...and this server's earlier names, as aliases.
     mcp.ok("mempalace_diary_write", {"agent": "claude", "content": "Second entry."})
     last = mcp.ok("mempalace_diary_read", {"agent": "claude", "last": 1})

@@ -9,7 +9,7 @@ stays where it is: every command has its own, and the root one (before the comma
 
 from __future__ import annotations
 
-WITH_VALUE = ("--palace", "--chroma-url")
+WITH_VALUE = ("--palace", "--chroma-url", "--chroma-token", "--chroma-ca-file", "--chroma-database")
 FLAGS = ("--quiet", "-q")
 
 

@@ -178,7 +178,7 @@ def invalidate(
         None,
         "--ended",
         metavar="DATE",
-        help="First date the fact no longer holds (default today). " + DATE_HELP,
+        help="Last date the fact held (default today; included in as-of queries). " + DATE_HELP,
     ),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:

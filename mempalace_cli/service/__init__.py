@@ -17,6 +17,7 @@ from mempalace_cli.service.curation import DrawerCuration
 from mempalace_cli.service.diary import DiaryOps
 from mempalace_cli.service.drawers import DrawerOps
 from mempalace_cli.service.knowledge import KnowledgeOps
+from mempalace_cli.service.migrating import MigrateOps
 from mempalace_cli.service.mining import MiningOps
 from mempalace_cli.service.navigation import NavigationOps
 from mempalace_cli.service.neighbours import DrawerNeighbours
@@ -25,7 +26,15 @@ from mempalace_cli.service.watching import WatchOps
 
 
 class Palace(
-    WatchOps, MiningOps, ConvoMiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps, WakeUpOps
+    WatchOps,
+    MiningOps,
+    ConvoMiningOps,
+    DrawerOps,
+    KnowledgeOps,
+    DiaryOps,
+    NavigationOps,
+    WakeUpOps,
+    MigrateOps,
 ):
     """One palace: every operation the tool offers."""
 

@@ -150,9 +150,17 @@ class DrawerOps(PalaceCore):
         embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
         try:
             return self._search(
-                query, wing, room, limit, mode, embedding, since_n, before_n, source_file,
+                query,
+                wing,
+                room,
+                limit,
+                mode,
+                embedding,
+                since_n,
+                before_n,
+                source_file,
                 max_distance,
-            )  # fmt: skip
+            )
         finally:
             # Never leave the thread running into interpreter exit (an early error, say):
             # onnxruntime loading on a thread the interpreter tears down aborts the process.

@@ -13,6 +13,7 @@ from typing import Any
 
 from mempalace_cli.errors import NoPalaceError
 from mempalace_cli.kg import KG_FILE, KnowledgeGraph, entity_id, now_stamp, parse_date
+from mempalace_cli.kg_store import FactStore
 from mempalace_cli.service.core import PalaceCore
 
 KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
@@ -20,15 +21,38 @@ KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
 
 class KnowledgeOps(PalaceCore):
     @cached_property
-    def kg(self) -> KnowledgeGraph:
+    def kg(self) -> FactStore:
+        """The palace's facts: in its folder (SQLite), or on its Chroma server so that every
+        machine of a team shares them (chromadb is imported for a server palace only)."""
+        if self.settings.chroma_url:
+            from mempalace_cli.kg_store_chroma import ChromaFactStore
+
+            store = self.store
+            assert store.server is not None
+            return ChromaFactStore(lambda: store.client, store.server)
         return KnowledgeGraph(self.path)
+
+    @property
+    def kg_location(self) -> str:
+        if self.settings.chroma_url:
+            from mempalace_cli.kg_store_chroma import KG_COLLECTION
+
+            return f"{self.store.location} (collection {KG_COLLECTION})"
+        return str(self.path / KG_FILE)
 
     def close(self) -> None:
         if "kg" in self.__dict__:
             self.kg.close()
         super().close()
 
-    def _kg_for_reading(self) -> KnowledgeGraph:
+    def _kg_for_reading(self) -> FactStore:
+        if self.settings.chroma_url:
+            from mempalace_cli.kg_store_chroma import ChromaFactStore
+
+            kg = self.kg
+            if isinstance(kg, ChromaFactStore) and not kg.exists():
+                raise NoPalaceError(self.store.location, hint=KG_HINT)
+            return kg
         if not self.path.is_dir():
             raise NoPalaceError(str(self.path), hint=KG_HINT)
         return self.kg
@@ -51,7 +75,11 @@ class KnowledgeOps(PalaceCore):
         """Record `subject predicate object`, valid from `valid_from` through `valid_to` (both
         days included). Restating a stored fact returns its id with created=False."""
         with self.lock.hold():
-            if not self.catalog.exists and not self.store.has_local_data():
+            if (
+                not self.settings.chroma_url
+                and not self.catalog.exists
+                and not self.store.has_local_data()
+            ):
                 # A new palace: from now on `status` and the other commands see it. (A palace
                 # made by MemPalace gets its index from the next command that syncs it.)
                 _ = self.catalog.conn
@@ -105,7 +133,8 @@ class KnowledgeOps(PalaceCore):
     def kg_invalidate(
         self, subject: str, predicate: str, obj: str, ended: str | None = None
     ) -> dict[str, Any]:
-        """Mark a fact as no longer true from `ended` (default today). Never deletes."""
+        """End a fact: `ended` (default today) is its last day, still answered by as_of. Never
+        deletes."""
         kg = self._kg_for_reading()
         with self.lock.hold():
             facts, end = kg.invalidate(subject, predicate, obj, ended)
@@ -158,4 +187,4 @@ class KnowledgeOps(PalaceCore):
         }
 
     def kg_stats(self) -> dict[str, Any]:
-        return {**self._kg_for_reading().stats(), "path": str(self.path / KG_FILE)}
+        return {**self._kg_for_reading().stats(), "path": self.kg_location}
