@@ -99,12 +99,12 @@ def test_search_json_shape(mined_notes, cli_json):
         "--palace", mined_notes["palace"], "search", "pricing", "--room", "decisions"
     )
     assert filtered["results"] and all(r["room"] == "decisions" for r in filtered["results"])
-    assert (
-        cli_json("--palace", mined_notes["palace"], "search", "pricing", "--wing", "nope")[
-            "results"
-        ]
-        == []
+    # A filter naming nothing is "not found" (exit 4), with the closest names in the hint.
+    nope = cli_json(
+        "--palace", mined_notes["palace"], "search", "pricing", "--wing", "nope", expect=4
     )
+    assert nope["results"] == [] and nope["error"]["kind"] == "not_found"
+    assert "notes" in nope["error"]["hint"]
 
 
 def test_status_json_counts_by_wing_and_room(mined_notes, cli_json):

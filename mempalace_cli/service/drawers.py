@@ -205,7 +205,8 @@ class DrawerOps(PalaceCore):
             catalog_distances=all_distances if from_catalog or filt.beyond_place else None,
             filt=filt if filt.beyond_place else None,
         )
-        ranked = fuse([h[0] for h in vector_hits], [i for i, _ in lexical_hits])
+        scores = fused_scores([h[0] for h in vector_hits], [i for i, _ in lexical_hits])
+        ranked = sorted(scores, key=lambda i: (-scores[i], i))
         top = ranked[:limit] if max_distance is None else ranked
 
         distances = {h[0]: h[1] for h in vector_hits}
@@ -245,6 +246,8 @@ class DrawerOps(PalaceCore):
                     "wing": meta.get("wing", ""),
                     "room": meta.get("room", ""),
                     "source_file": meta.get("source_file", ""),
+                    # The score that sets the order (weighted RRF), beside the similarity.
+                    "rank_score": round(scores[drawer_id], 6),
                     "similarity": _similarity(distances[drawer_id])
                     if drawer_id in distances
                     else None,
@@ -569,13 +572,19 @@ def fusion_params() -> dict[str, Any]:
     }
 
 
-def fuse(vector_ids: list[str], lexical_ids: list[str]) -> list[str]:
-    """Weighted reciprocal rank fusion of the two rankings (best first); either may be
-    empty. Ties break on the id, so the order is deterministic."""
+def fused_scores(vector_ids: list[str], lexical_ids: list[str]) -> dict[str, float]:
+    """Weighted reciprocal rank fusion of the two rankings: each drawer's rank score."""
     fused: dict[str, float] = {}
     for ranking, weight in ((vector_ids, VECTOR_WEIGHT), (lexical_ids, LEXICAL_WEIGHT)):
         for rank, drawer_id in enumerate(ranking):
             fused[drawer_id] = fused.get(drawer_id, 0.0) + weight / (RRF_K + rank + 1)
+    return fused
+
+
+def fuse(vector_ids: list[str], lexical_ids: list[str]) -> list[str]:
+    """The fused ranking (best first); either side may be empty. Ties break on the id, so
+    the order is deterministic."""
+    fused = fused_scores(vector_ids, lexical_ids)
     return sorted(fused, key=lambda i: (-fused[i], i))
 
 
