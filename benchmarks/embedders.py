@@ -41,9 +41,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from retrieval import (  # noqa: E402
     DEFAULT_DATA,
+    lme_documents,
     load_lme,
     load_locomo,
-    lme_documents,
     locomo_gold_sessions,
     locomo_sessions,
     mean,
@@ -149,9 +149,7 @@ def child(name: str, data: Path) -> dict[str, Any]:
 
     idle = query_ms()
     # Two busy processes on a two-core machine: what a query costs while mining runs.
-    burners = [
-        multiprocessing.Process(target=_burn, args=(time.time() + 60,)) for _ in range(2)
-    ]
+    burners = [multiprocessing.Process(target=_burn, args=(time.time() + 60,)) for _ in range(2)]
     for p in burners:
         p.start()
     try:
@@ -206,12 +204,16 @@ def markdown(res: dict[str, Any]) -> str:
     for d in ("all", "en->en", "zh->zh", "zh->en", "en->zh"):
         row(
             f"bilingual {d} R@1 / R@3",
-            lambda r, d=d: f"{r['bilingual'][d]['recall@1']:.2f} / {r['bilingual'][d]['recall@3']:.2f}",
+            lambda r, d=d: (
+                f"{r['bilingual'][d]['recall@1']:.2f} / {r['bilingual'][d]['recall@3']:.2f}"
+            ),
         )
     row(
         "LongMemEval dev R@1 / R@5 / NDCG@10",
-        lambda r: f"{r['lme']['recall_any@1']:.2f} / {r['lme']['recall_any@5']:.2f} / "
-        f"{r['lme']['ndcg@10']:.3f}",
+        lambda r: (
+            f"{r['lme']['recall_any@1']:.2f} / {r['lme']['recall_any@5']:.2f} / "
+            f"{r['lme']['ndcg@10']:.3f}"
+        ),
     )
     row(
         "LoCoMo dev session R@5 / R@10",
@@ -220,8 +222,10 @@ def markdown(res: dict[str, Any]) -> str:
     base = res["models"].get("all-MiniLM-L6-v2", {}).get("speed", {})
     row(
         "embed 300 prose chunks (s, ratio)",
-        lambda r: f"{r['speed']['embed_300_chunks_seconds']} "
-        f"({r['speed']['embed_300_chunks_seconds'] / base['embed_300_chunks_seconds']:.2f}x)",
+        lambda r: (
+            f"{r['speed']['embed_300_chunks_seconds']} "
+            f"({r['speed']['embed_300_chunks_seconds'] / base['embed_300_chunks_seconds']:.2f}x)"
+        ),
     )
     row("load (s)", lambda r: f"{r['speed']['load_seconds']}")
     row(
@@ -241,6 +245,7 @@ def main() -> None:
     ap.add_argument("--bilingual", type=Path, default=BILINGUAL)
     ap.add_argument("--lme-limit", type=int, default=None)
     ap.add_argument("--skip-english", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true", help="quality only")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "embedders")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -261,8 +266,9 @@ def main() -> None:
     for name in args.models:
         info = MODELS[name]
         r: dict[str, Any] = {"dimension": info.dimension, "languages": info.languages}
-        r["speed"] = speed(name, args.data)
-        print(name, "speed", r["speed"], flush=True)
+        if not args.skip_speed:
+            r["speed"] = speed(name, args.data)
+            print(name, "speed", r["speed"], flush=True)
         emb = get_embedder(name)
         r["bilingual"] = bilingual(emb, bi)
         print(name, "bilingual", r["bilingual"]["all"], flush=True)
@@ -273,10 +279,14 @@ def main() -> None:
             r["english_seconds"] = round(time.perf_counter() - t0, 1)
             print(name, "lme", r["lme"], "locomo", r["locomo"], flush=True)
         res["models"][name] = r
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(res))
+        write(res, args.out)  # after each model: a long run leaves what it measured so far
     print(markdown(res))
+
+
+def write(res: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
+    out.with_suffix(".md").write_text(markdown(res))
 
 
 if __name__ == "__main__":
