@@ -70,7 +70,8 @@ def test_search_finds_the_expected_note_first(mined_notes, cli_json, question):
 
 def test_known_misses_are_few_and_explained():
     misses = [q for q in QUESTIONS if "known_miss" in q]
-    assert len(misses) <= 1 and all(len(q["known_miss"]) > 40 for q in misses)
+    # One miss shared by both models, one of the multilingual default (README, "Multilingual").
+    assert len(misses) <= 2 and all(len(q["known_miss"]) > 40 for q in misses)
 
 
 def test_search_json_shape(mined_notes, cli_json):
