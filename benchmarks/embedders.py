@@ -230,7 +230,7 @@ def markdown(res: dict[str, Any]) -> str:
     )
     row("load (s)", lambda r: f"{r['speed']['load_seconds']}")
     row(
-        "one query, idle / busy machine (ms)",
+        "one query (ms): machine as it was / with two more busy processes",
         lambda r: f"{r['speed']['query_ms_idle']} / {r['speed']['query_ms_busy']}",
     )
     row(
