@@ -192,6 +192,7 @@ def _register() -> None:
         mcp_config,
         migrate,
         mining,
+        reembed,
         search,
         serve,
         traverse,
@@ -207,6 +208,7 @@ def _register() -> None:
     kg.register(app)
     diary.register(app)
     traverse.register(app)
+    reembed.register(app)
     migrate.register(app)
     identity.register(app)
 

@@ -21,6 +21,7 @@ from mempalace_cli.service.migrating import MigrateOps
 from mempalace_cli.service.mining import MiningOps
 from mempalace_cli.service.navigation import NavigationOps
 from mempalace_cli.service.neighbours import DrawerNeighbours
+from mempalace_cli.service.reembed import ReembedOps
 from mempalace_cli.service.wakeup import WakeUpOps
 from mempalace_cli.service.watching import WatchOps
 
@@ -34,6 +35,7 @@ class Palace(
     DiaryOps,
     NavigationOps,
     WakeUpOps,
+    ReembedOps,
     MigrateOps,
 ):
     """One palace: every operation the tool offers."""

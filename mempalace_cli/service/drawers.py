@@ -146,8 +146,11 @@ class DrawerOps(PalaceCore):
                 )
         since_n, before_n = parse_date(since, "since"), parse_date(before, "before")
         self.require()
-        # Embed the query (loading the model on a cold start) while sync() opens Chroma.
-        embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
+        # Embed the query with the palace's own model (loading it on a cold start) while
+        # sync() opens Chroma. The model is resolved here, on this thread.
+        self.current_binding()
+        embedder = self.embedder
+        embedding = _InBackground(embedder.embed_query, query) if mode != "lexical" else None
         try:
             return self._search(
                 query,
@@ -291,7 +294,7 @@ class DrawerOps(PalaceCore):
         return name_to_read(wing, places), name_to_read(room, rooms)
 
     def _embed_query(self, query: str) -> Any:
-        return self.embedder.embed([query])[0]
+        return self.embedder.embed_query(query)
 
     def search_candidates(
         self,
@@ -367,6 +370,8 @@ class DrawerOps(PalaceCore):
         if not ids:
             return []
         q = np.asarray(query_vec, dtype=np.float32)
+        if unit.shape[1] != q.shape[0]:  # vectors of another model: a reembed just switched
+            return None
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         dist = 1.0 - unit @ q
         distances.update(zip(ids, dist.tolist(), strict=True))
