@@ -38,6 +38,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from mempalace_cli.config import resolve_settings  # noqa: E402
 from mempalace_cli.miners.rooms import normalize_name  # noqa: E402
@@ -98,9 +99,13 @@ def summarise(rows: list[dict[str, Any]], metrics: list[str], group: str) -> dic
 
 # -- palaces ----------------------------------------------------------------------------------
 class TempPalaces:
-    """Fresh palaces under one temporary directory, removed when done."""
+    """Fresh palaces under one temporary directory, removed when done; their drawers and
+    queries embedded by `model` (benchmarks/bench_models.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "minilm") -> None:
+        from bench_models import palace_class
+
+        self.palace_class = palace_class(model)
         self.root = Path(tempfile.mkdtemp(prefix="mp-bench-"))
         self.home = self.root / "home"
         self.home.mkdir()
@@ -108,7 +113,7 @@ class TempPalaces:
 
     def new(self) -> Palace:
         self.n += 1
-        return Palace(resolve_settings(self.root / f"palace{self.n}", home=self.home))
+        return self.palace_class(resolve_settings(self.root / f"palace{self.n}", home=self.home))
 
     def drop(self, palace: Palace) -> None:
         palace.close()
@@ -153,11 +158,20 @@ def ranked_docs(
 def dump_candidates(
     palace: Palace, query: str, wing: str, room: str, back: dict[str, list[str]]
 ) -> dict[str, Any]:
-    """Both sides' raw candidate lists (50 deep), for offline fusion tuning (tune_fusion.py)."""
+    """Both sides' raw candidate lists (50 deep), for offline fusion tuning (tune_fusion.py),
+    with the query's script and each candidate's script where it differs from LATIN."""
+    from mempalace_cli.fusion import LATIN, script_of
+
     _, vec, lex = palace.search_candidates(query, wing, room, 50)
+    ids = list(dict.fromkeys([h[0] for h in vec] + [i for i, _ in lex]))
+    rows = palace.catalog.get(ids)
+    scripts = {back[i][0]: script_of(rows[i].text) for i in ids if i in rows}
     return {
         "vector": [[back[h[0]][0], round(1.0 - h[1], 5)] for h in vec],
         "lexical": [[back[i][0], round(s, 5)] for i, s in lex],
+        "query_script": script_of(query),
+        "query_weight": round(palace.catalog.query_weight(query), 5),
+        "scripts": {d: s for d, s in scripts.items() if s != LATIN},
     }
 
 
@@ -555,6 +569,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "retrieval.json")
     ap.add_argument("--dump", type=Path, help="write raw candidate lists for tune_fusion.py")
+    ap.add_argument(
+        "--model", default="minilm", help="embedding model (benchmarks/bench_models.py)"
+    )
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
@@ -562,16 +579,19 @@ def main(argv: list[str] | None = None) -> int:
     locomo = load_locomo(args.data) if args.bench in ("locomo", "all") else []
     if args.limit:
         lme, locomo = lme[: args.limit], locomo[: args.limit]
-    from mempalace_cli.service import drawers
+    from dataclasses import asdict
+
+    from mempalace_cli import fusion
 
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}",
-        "fusion": {"method": drawers.FUSION_METHOD, **drawers.fusion_params()},
+        "fusion": asdict(fusion.DEFAULT),
+        "model": args.model,
     }
     dump: list | None = [] if args.dump else None
-    tmp = TempPalaces()
+    tmp = TempPalaces(args.model)
     try:
         if not args.pipeline_only:
             if lme:

@@ -8,9 +8,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mempalace_cli.cjk import CJK_CHAR, has_cjk
+
 CHUNK_CHARS = 800
 OVERLAP_CHARS = 100
-_SPACE = re.compile(r"\s")
+# Where an over-long line may be cut: after whitespace or a CJK sentence/clause mark.
+_SPACE = re.compile(r"\s|(?<=[。！？；，、])")
+# Sizes are in English-equivalent characters: a CJK character costs about one model token,
+# as much as four characters of English, so it counts 4 (English-only text is unaffected).
+CJK_CHAR_WEIGHT = 4
+
+
+def text_size(text: str) -> int:
+    if not has_cjk(text):
+        return len(text)
+    return len(text) + (CJK_CHAR_WEIGHT - 1) * len(CJK_CHAR.findall(text))
 
 
 @dataclass(frozen=True)
@@ -22,8 +34,9 @@ class Chunk:
 
 
 def _split_long_line(line: str, limit: int) -> list[str]:
-    """Split one over-long line (minified code, a pasted blob) at whitespace, never mid-word
-    unless a single word is longer than the limit."""
+    """Split one over-long line (minified code, a pasted blob, a Chinese paragraph) at
+    whitespace or CJK punctuation, never mid-word unless a single word is longer than the
+    limit. `limit` is in characters of this line."""
     pieces: list[str] = []
     rest = line
     while len(rest) > limit:
@@ -48,22 +61,26 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS)
     # (piece, line number); long lines become several pieces on the same line number.
     units: list[tuple[str, int]] = []
     for lineno, line in enumerate(text.splitlines(keepends=True), start=1):
-        if len(line) > size:
-            units.extend((p, lineno) for p in _split_long_line(line, size))
+        line_size = text_size(line)
+        if line_size > size:
+            # The cut in characters that makes each piece about `size` in size.
+            limit = max(1, size * len(line) // line_size)
+            units.extend((p, lineno) for p in _split_long_line(line, limit))
         else:
             units.append((line, lineno))
+    sizes = [text_size(u[0]) for u in units]
 
     chunks: list[Chunk] = []
     start = 0
     while start < len(units):
         end, length = start, 0
-        while end < len(units) and (length + len(units[end][0]) <= size or end == start):
-            length += len(units[end][0])
+        while end < len(units) and (length + sizes[end] <= size or end == start):
+            length += sizes[end]
             end += 1
         if end < len(units):
             # Prefer a paragraph break in the second half of the chunk.
             for k in range(end - 1, start, -1):
-                if sum(len(units[j][0]) for j in range(start, k)) < size // 2:
+                if sum(sizes[start:k]) < size // 2:
                     break
                 if not units[k][0].strip():
                     end = k + 1
@@ -75,8 +92,8 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS)
             break
         # Step back over whole units worth about `overlap` characters.
         back, carried = end, 0
-        while back - 1 > start and carried + len(units[back - 1][0]) <= overlap:
+        while back - 1 > start and carried + sizes[back - 1] <= overlap:
             back -= 1
-            carried += len(units[back][0])
+            carried += sizes[back]
         start = back if back > start else end
     return chunks

@@ -6,6 +6,7 @@ import hashlib
 import threading
 from typing import Any
 
+from mempalace_cli import fusion
 from mempalace_cli.catalog import DrawerRow
 from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.miners.rooms import normalize_name
@@ -15,13 +16,7 @@ from mempalace_cli.store import where_filter
 MAX_RESULTS = 100
 MAX_DRAWER_CHARS = 100_000
 DUPLICATE_THRESHOLD = 0.9
-# Weighted reciprocal rank fusion: each side contributes weight / (RRF_K + rank). Chosen on the
-# dev splits (benchmarks/README.md, tune_fusion.py): BM25 is the stronger single ranker there
-# (it reads a whole drawer; MiniLM stops at 256 tokens), so its ranks count double.
-FUSION_METHOD = "rrf"
-RRF_K = 60
-VECTOR_WEIGHT = 1.0
-LEXICAL_WEIGHT = 2.0
+# How deep each side ranks before fusion (mempalace_cli/fusion.py decides the order).
 CANDIDATES = 50
 SEARCH_MODES = ("hybrid", "vector", "lexical")
 
@@ -79,7 +74,8 @@ class DrawerOps(PalaceCore):
         limit: int = 5,
         mode: str = "hybrid",
     ) -> dict[str, Any]:
-        """Rank drawers for `query`. `hybrid` fuses BM25 and vector ranks (weighted RRF);
+        """Rank drawers for `query`. `hybrid` fuses BM25 and vector scores by each side's
+        confidence (mempalace_cli/fusion.py);
         `similarity` is always the cosine similarity of the query and the drawer, whatever the
         ranking."""
         if not query or not query.strip():
@@ -110,7 +106,7 @@ class DrawerOps(PalaceCore):
             query_vec,
             catalog_distances=all_distances if from_catalog else None,
         )
-        top = fuse([h[0] for h in vector_hits], [i for i, _ in lexical_hits])[:limit]
+        top = self.fuse_candidates(query, vector_hits, lexical_hits)[:limit]
 
         distances = {h[0]: h[1] for h in vector_hits}
         from_store = {h[0]: (h[2], h[3]) for h in vector_hits}
@@ -164,6 +160,27 @@ class DrawerOps(PalaceCore):
                 }
             )
         return {"query": query, "filters": filters, "mode": mode, "results": results}
+
+    def fuse_candidates(
+        self,
+        query: str,
+        vector_hits: list[tuple[str, float, str, dict[str, Any]]],
+        lexical_hits: list[tuple[str, float]],
+        params: fusion.FusionParams = fusion.DEFAULT,
+    ) -> list[str]:
+        """Both sides' candidates in one order, each side weighed by its confidence and by
+        whether a candidate is written in the query's script (mempalace_cli/fusion.py)."""
+        ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
+        texts = {i: r.text for i, r in self.catalog.get(ids).items()}
+        texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts})
+        return fusion.fuse(
+            [(h[0], 1.0 - h[1]) for h in vector_hits],
+            lexical_hits,
+            fusion.script_of(query),
+            {i: fusion.script_of(t) for i, t in texts.items()},
+            params,
+            self.catalog.query_weight(query) if lexical_hits else 0.0,
+        )
 
     def _embed_query(self, query: str) -> Any:
         return self.embedder.embed([query])[0]
@@ -417,25 +434,6 @@ class _InBackground:
         if self._error is not None:
             raise self._error
         return self._value
-
-
-def fusion_params() -> dict[str, Any]:
-    return {
-        "rrf_k": RRF_K,
-        "vector_weight": VECTOR_WEIGHT,
-        "lexical_weight": LEXICAL_WEIGHT,
-        "candidates": CANDIDATES,
-    }
-
-
-def fuse(vector_ids: list[str], lexical_ids: list[str]) -> list[str]:
-    """Weighted reciprocal rank fusion of the two rankings (best first); either may be
-    empty. Ties break on the id, so the order is deterministic."""
-    fused: dict[str, float] = {}
-    for ranking, weight in ((vector_ids, VECTOR_WEIGHT), (lexical_ids, LEXICAL_WEIGHT)):
-        for rank, drawer_id in enumerate(ranking):
-            fused[drawer_id] = fused.get(drawer_id, 0.0) + weight / (RRF_K + rank + 1)
-    return sorted(fused, key=lambda i: (-fused[i], i))
 
 
 def _check_content(content: str) -> None:
