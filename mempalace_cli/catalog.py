@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.cjk import CJK_RUN, index_text, query_bigrams
+from mempalace_cli.cjk import CJK_RUN, bigrams, index_text, is_question_gram
 from mempalace_cli.sqlite_db import open_palace_db
 
 # One-time notices (an index upgrade) go to stderr through logging: the core prints nothing.
@@ -112,21 +112,26 @@ def fts_terms(text: str) -> list[str]:
     starting with it), only when nothing else is left."""
     words: list[str] = []
     cjk: list[str] = []
+    noise: list[str] = []
     singles: list[str] = []
     for word in _WORD.findall(text):
         pos = 0
         for m in CJK_RUN.finditer(word):
             if m.start() > pos:
                 words.append(word[pos : m.start()].lower())
-            run = m.group()
-            (cjk if len(run) > 1 else singles).extend(query_bigrams(run))
+            for gram in bigrams(m.group()):
+                if len(gram) == 1:
+                    singles.append(gram)
+                else:
+                    (noise if is_question_gram(gram) else cjk).append(gram)
             pos = m.end()
         if pos < len(word):
             words.append(word[pos:].lower())
     terms = [_quote(w) for w in words if w not in STOPWORDS]
     terms += [_quote(g) for g in cjk]
-    if not terms:  # only stopwords or lone CJK characters ("谁"): use them after all
-        terms = [_quote(w) for w in words] + [_quote(c) + " *" for c in singles]
+    if not terms:  # only stopwords, question words or lone CJK characters: use them after all
+        terms = [_quote(w) for w in words] + [_quote(g) for g in noise]
+        terms += [_quote(c) + " *" for c in singles]
     return list(dict.fromkeys(terms))
 
 

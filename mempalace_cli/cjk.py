@@ -56,11 +56,9 @@ def index_text(text: str) -> str:
     return CJK_RUN.sub(lambda m: " " + " ".join(bigrams(m.group())) + " ", text)
 
 
-def query_bigrams(run: str) -> list[str]:
-    """The bigrams of a CJK run in a query, without the ones made only of question words."""
-    grams = bigrams(run)
-    kept = [g for g in grams if not all(c in _QUERY_NOISE for c in g)]
-    return kept or grams
+def is_question_gram(gram: str) -> bool:
+    """A query bigram made only of question and function characters ("什么", "为什")."""
+    return all(c in _QUERY_NOISE for c in gram)
 
 
 def estimate_tokens(text: str) -> int:

@@ -14,7 +14,14 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
 from mempalace_cli import __version__, errors
-from mempalace_cli.cli.env import EXIT_USAGE, Env, get_env, print_json, report_error
+from mempalace_cli.cli.env import (
+    EXIT_USAGE,
+    Env,
+    get_env,
+    print_json,
+    report_error,
+    show_notices,
+)
 
 
 class PalaceGroup(TyperGroup):
@@ -79,6 +86,7 @@ def root(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
     ),
 ) -> None:
+    show_notices()
     env = get_env(ctx)
     env.palace_option = palace
     env.chroma_url = chroma_url

@@ -4,6 +4,7 @@ table that maps core errors to messages and exit statuses."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,22 @@ class Env:
 
             self._palace = open_palace(self.palace_option, self.chroma_url)
         return self._palace
+
+
+class _NoticeToStderr(logging.Handler):
+    """One-time notices from the core (logger `mempalace.notice`, e.g. an index upgrade),
+    printed on whatever stderr is current (stdout stays clean for --json)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(f"Note: {record.getMessage()}\n")
+        sys.stderr.flush()
+
+
+def show_notices() -> None:
+    log = logging.getLogger("mempalace.notice")
+    if not any(isinstance(h, _NoticeToStderr) for h in log.handlers):
+        log.addHandler(_NoticeToStderr())
+        log.propagate = False
 
 
 def get_env(ctx: typer.Context) -> Env:
