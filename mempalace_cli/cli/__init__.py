@@ -93,7 +93,7 @@ def root(
 
 
 def _register() -> None:
-    from mempalace_cli.cli import diary, kg, mining, search, serve, traverse, wakeup
+    from mempalace_cli.cli import diary, kg, mining, reembed, search, serve, traverse, wakeup
 
     mining.register(app)
     search.register(app)
@@ -102,6 +102,7 @@ def _register() -> None:
     kg.register(app)
     diary.register(app)
     traverse.register(app)
+    reembed.register(app)
 
 
 _register()

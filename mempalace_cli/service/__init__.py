@@ -14,12 +14,21 @@ from mempalace_cli.service.drawers import DrawerOps
 from mempalace_cli.service.knowledge import KnowledgeOps
 from mempalace_cli.service.mining import MiningOps
 from mempalace_cli.service.navigation import NavigationOps
+from mempalace_cli.service.reembed import ReembedOps
 from mempalace_cli.service.wakeup import WakeUpOps
 from mempalace_cli.service.watching import WatchOps
 
 
 class Palace(
-    WatchOps, MiningOps, ConvoMiningOps, DrawerOps, KnowledgeOps, DiaryOps, NavigationOps, WakeUpOps
+    WatchOps,
+    MiningOps,
+    ConvoMiningOps,
+    DrawerOps,
+    KnowledgeOps,
+    DiaryOps,
+    NavigationOps,
+    WakeUpOps,
+    ReembedOps,
 ):
     """One palace: every operation the tool offers."""
 

@@ -87,8 +87,11 @@ class DrawerOps(PalaceCore):
                 f"Unknown search mode {mode!r}.", hint=f"Use one of: {', '.join(SEARCH_MODES)}."
             )
         self.require()
-        # Embed the query (loading the model on a cold start) while sync() opens Chroma.
-        embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
+        # Embed the query with the palace's own model (loading it on a cold start) while
+        # sync() opens Chroma. The model is resolved here, on this thread.
+        self.current_binding()
+        embedder = self.embedder
+        embedding = _InBackground(embedder.embed_query, query) if mode != "lexical" else None
         # A catalogue known to mirror the store answers alone: no chromadb import at all.
         from_catalog = self.catalog_trusted()
         if not from_catalog:
@@ -183,7 +186,7 @@ class DrawerOps(PalaceCore):
         )
 
     def _embed_query(self, query: str) -> Any:
-        return self.embedder.embed([query])[0]
+        return self.embedder.embed_query(query)
 
     def search_candidates(
         self,
@@ -248,6 +251,8 @@ class DrawerOps(PalaceCore):
         if not ids:
             return []
         q = np.asarray(query_vec, dtype=np.float32)
+        if unit.shape[1] != q.shape[0]:  # vectors of another model: a reembed just switched
+            return None
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         dist = 1.0 - unit @ q
         distances.update(zip(ids, dist.tolist(), strict=True))
