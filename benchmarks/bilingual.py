@@ -31,9 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_models import MODELS, palace_class  # noqa: E402
+from bench_models import DEFAULT, MODELS, new_palace  # noqa: E402
 
-from mempalace_cli.config import resolve_settings  # noqa: E402
 from mempalace_cli.fusion import LATIN, script_of  # noqa: E402
 
 DEV_SET = REPO / "tests" / "data" / "bilingual_dev.json"
@@ -48,7 +47,7 @@ def load(path: Path = DEV_SET) -> dict[str, Any]:
 
 def build_palace(model: str, root: Path, notes: list[dict[str, Any]]) -> tuple[Any, dict]:
     """A fresh palace holding every note; returns it and drawer id -> note id."""
-    palace = palace_class(model)(resolve_settings(root / f"palace-{model}", home=root / "home"))
+    palace = new_palace(model, root / f"palace-{model}", root / "home")
     res = palace.add_drawers(
         [
             {"wing": "dev", "room": "notes", "content": n["text"], "source_file": n["id"]}
@@ -143,7 +142,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", nargs="+", choices=MODELS, default=["minilm", "use"])
+    ap.add_argument("--models", nargs="+", choices=MODELS, default=sorted({"minilm", DEFAULT}))
     ap.add_argument("--data", type=Path, default=DEV_SET)
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "bilingual.json")
     ap.add_argument("--dump", type=Path, help="write raw candidates for tune_fusion.py")

@@ -149,9 +149,7 @@ def child(name: str, data: Path) -> dict[str, Any]:
 
     idle = query_ms()
     # Two busy processes on a two-core machine: what a query costs while mining runs.
-    burners = [
-        multiprocessing.Process(target=_burn, args=(time.time() + 60,)) for _ in range(2)
-    ]
+    burners = [multiprocessing.Process(target=_burn, args=(time.time() + 60,)) for _ in range(2)]
     for p in burners:
         p.start()
     try:
@@ -206,12 +204,16 @@ def markdown(res: dict[str, Any]) -> str:
     for d in ("all", "en->en", "zh->zh", "zh->en", "en->zh"):
         row(
             f"bilingual {d} R@1 / R@3",
-            lambda r, d=d: f"{r['bilingual'][d]['recall@1']:.2f} / {r['bilingual'][d]['recall@3']:.2f}",
+            lambda r, d=d: (
+                f"{r['bilingual'][d]['recall@1']:.2f} / {r['bilingual'][d]['recall@3']:.2f}"
+            ),
         )
     row(
         "LongMemEval dev R@1 / R@5 / NDCG@10",
-        lambda r: f"{r['lme']['recall_any@1']:.2f} / {r['lme']['recall_any@5']:.2f} / "
-        f"{r['lme']['ndcg@10']:.3f}",
+        lambda r: (
+            f"{r['lme']['recall_any@1']:.2f} / {r['lme']['recall_any@5']:.2f} / "
+            f"{r['lme']['ndcg@10']:.3f}"
+        ),
     )
     row(
         "LoCoMo dev session R@5 / R@10",
@@ -220,8 +222,10 @@ def markdown(res: dict[str, Any]) -> str:
     base = res["models"].get("all-MiniLM-L6-v2", {}).get("speed", {})
     row(
         "embed 300 prose chunks (s, ratio)",
-        lambda r: f"{r['speed']['embed_300_chunks_seconds']} "
-        f"({r['speed']['embed_300_chunks_seconds'] / base['embed_300_chunks_seconds']:.2f}x)",
+        lambda r: (
+            f"{r['speed']['embed_300_chunks_seconds']} "
+            f"({r['speed']['embed_300_chunks_seconds'] / base['embed_300_chunks_seconds']:.2f}x)"
+        ),
     )
     row("load (s)", lambda r: f"{r['speed']['load_seconds']}")
     row(

@@ -40,7 +40,6 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from mempalace_cli.config import resolve_settings  # noqa: E402
 from mempalace_cli.miners.rooms import normalize_name  # noqa: E402
 from mempalace_cli.service import Palace  # noqa: E402
 
@@ -103,9 +102,7 @@ class TempPalaces:
     queries embedded by `model` (benchmarks/bench_models.py)."""
 
     def __init__(self, model: str = "minilm") -> None:
-        from bench_models import palace_class
-
-        self.palace_class = palace_class(model)
+        self.model = model
         self.root = Path(tempfile.mkdtemp(prefix="mp-bench-"))
         self.home = self.root / "home"
         self.home.mkdir()
@@ -113,7 +110,9 @@ class TempPalaces:
 
     def new(self) -> Palace:
         self.n += 1
-        return self.palace_class(resolve_settings(self.root / f"palace{self.n}", home=self.home))
+        from bench_models import new_palace
+
+        return new_palace(self.model, self.root / f"palace{self.n}", self.home)
 
     def drop(self, palace: Palace) -> None:
         palace.close()
