@@ -27,7 +27,7 @@ import math
 import random
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -232,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         report["by_type"][bench] = {
             "metric": metric,
+            "n": dict(sorted(Counter(str(q["type"]) for q in qs if dataset(q) == bench).items())),
             "vector": by_type(qs, singles["vector only"], bench, metric),
             "lexical": by_type(qs, singles["lexical only"], bench, metric),
             "before": by_type(qs, table["rrf k=60 wl=2 (before)"], bench, metric),
