@@ -41,9 +41,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from retrieval import (  # noqa: E402
     DEFAULT_DATA,
+    lme_documents,
     load_lme,
     load_locomo,
-    lme_documents,
     locomo_gold_sessions,
     locomo_sessions,
     mean,
@@ -245,6 +245,7 @@ def main() -> None:
     ap.add_argument("--bilingual", type=Path, default=BILINGUAL)
     ap.add_argument("--lme-limit", type=int, default=None)
     ap.add_argument("--skip-english", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true", help="quality only")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "embedders")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -265,8 +266,9 @@ def main() -> None:
     for name in args.models:
         info = MODELS[name]
         r: dict[str, Any] = {"dimension": info.dimension, "languages": info.languages}
-        r["speed"] = speed(name, args.data)
-        print(name, "speed", r["speed"], flush=True)
+        if not args.skip_speed:
+            r["speed"] = speed(name, args.data)
+            print(name, "speed", r["speed"], flush=True)
         emb = get_embedder(name)
         r["bilingual"] = bilingual(emb, bi)
         print(name, "bilingual", r["bilingual"]["all"], flush=True)
@@ -277,10 +279,14 @@ def main() -> None:
             r["english_seconds"] = round(time.perf_counter() - t0, 1)
             print(name, "lme", r["lme"], "locomo", r["locomo"], flush=True)
         res["models"][name] = r
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(res))
+        write(res, args.out)  # after each model: a long run leaves what it measured so far
     print(markdown(res))
+
+
+def write(res: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
+    out.with_suffix(".md").write_text(markdown(res))
 
 
 if __name__ == "__main__":

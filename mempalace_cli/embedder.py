@@ -253,10 +253,13 @@ _shared: dict[tuple[str, str], Embedder] = {}
 def get_embedder(name: str | None = None, model_dir: Path | None = None) -> Embedder:
     """One embedder per model (and MiniLM folder) per process. `name` is a registered model
     name (embedders.MODELS) or `api:<model>`; None means all-MiniLM-L6-v2."""
-    from mempalace_cli.embedders import make_embedder
+    from mempalace_cli.embedders import API_PREFIX, make_embedder
+    from mempalace_cli.embedders.api import endpoint_settings
 
     name = name or MODEL_NAME
     key = (name, str(model_dir or "") if name == MODEL_NAME else "")
+    if name.startswith(API_PREFIX):  # one per endpoint: the config may point elsewhere later
+        key = (name, repr(endpoint_settings()))
     with _shared_lock:
         if key not in _shared:
             _shared[key] = MiniLMEmbedder(model_dir) if name == MODEL_NAME else make_embedder(name)

@@ -31,6 +31,16 @@ BATCH = 64
 TIMEOUT_SECONDS = 120.0
 
 
+def endpoint_settings() -> tuple[str | None, str | None]:
+    """(url, key) from the environment, else config.toml."""
+    from mempalace_cli.config import load_global_config, mempalace_home
+
+    cfg = load_global_config(mempalace_home())
+    url = os.environ.get(URL_ENV) or cfg.get("embedding_api_url") or None
+    key = os.environ.get(KEY_ENV) or cfg.get("embedding_api_key") or None
+    return (str(url) if url else None), (str(key) if key else None)
+
+
 class ApiEmbedder(Embedder):
     def __init__(self, model: str, url: str, key: str | None = None) -> None:
         self.model = model
@@ -42,18 +52,14 @@ class ApiEmbedder(Embedder):
 
     @classmethod
     def from_environment(cls, model: str) -> ApiEmbedder:
-        from mempalace_cli.config import load_global_config, mempalace_home
-
-        cfg = load_global_config(mempalace_home())
-        url = os.environ.get(URL_ENV) or cfg.get("embedding_api_url")
+        url, key = endpoint_settings()
         if not url:
             raise ModelUnavailableError(
                 f"This palace embeds with api:{model}, but no embeddings server is configured.",
                 hint=f"Set embedding_api_url in config.toml (or ${URL_ENV}), e.g. "
                 "http://127.0.0.1:8080/v1",
             )
-        key = os.environ.get(KEY_ENV) or cfg.get("embedding_api_key") or None
-        return cls(model, str(url), str(key) if key else None)
+        return cls(model, url, key)
 
     def embed(self, texts: list[str], batch_size: int = BATCH) -> np.ndarray:
         import numpy as np

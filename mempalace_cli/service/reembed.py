@@ -75,6 +75,8 @@ class Reembedder:
         before = p.current_binding()
         pending = self._pending()
         if before.model == self.model and pending is None:
+            with p.lock.hold():
+                self._drop_retired(before.collection)
             return self._report(before, before, 0, 0, switched=False)
         active_meta = self._active_meta(before)
         if is_mempalace_collection(active_meta) and not self.force:
@@ -257,14 +259,19 @@ class Reembedder:
         after = p.current_binding()
         if before.collection != target:
             self._drop_collection(before.collection)
-        for name, meta in drawer_collections(p.store.client):  # retired by an earlier crash
-            if name != target and meta.get(STATE_KEY) != BUILDING:
-                self._drop_collection(name)
+        self._drop_retired(target)
         with self.catalog.transaction() as conn:
             p._record_stamp(conn)
             self.catalog.bump_generation(conn)
         p._wrote()
         return after
+
+    def _drop_retired(self, active: str) -> None:
+        """Delete drawer collections a crash left behind after a switch (never one being
+        built: that is an unfinished reembed's work)."""
+        for name, meta in drawer_collections(self.palace.store.client):
+            if name != active and meta.get(STATE_KEY) != BUILDING:
+                self._drop_collection(name)
 
     def _drop_collection(self, name: str) -> None:
         client = self.palace.store.client
