@@ -278,7 +278,9 @@ def locomo_gold_sessions(evidence: list[str]) -> set[str]:
     return {f"session_{int(m.group(1))}" for e in evidence if (m := _EVIDENCE.match(e))}
 
 
-def run_locomo(samples: list[dict[str, Any]], tmp: TempPalaces, dump: list | None) -> dict:
+def run_locomo(
+    samples: list[dict[str, Any]], tmp: TempPalaces, dump: list | None, dump_only: bool = False
+) -> dict:
     rows_s: list[dict[str, Any]] = []
     rows_d: list[dict[str, Any]] = []
     t_build = t_query = 0.0
@@ -295,7 +297,7 @@ def run_locomo(samples: list[dict[str, Any]], tmp: TempPalaces, dump: list | Non
         wing = normalize_name(sample["sample_id"])
         t0 = time.perf_counter()
         back_s = file_documents(palace, s_docs, wing, "sessions")
-        back_d = file_documents(palace, d_docs, wing, "dialogs")
+        back_d = {} if dump_only else file_documents(palace, d_docs, wing, "dialogs")
         t_build += time.perf_counter() - t0
         t0 = time.perf_counter()
         for qi, qa in enumerate(sample["qa"]):
@@ -303,7 +305,7 @@ def run_locomo(samples: list[dict[str, Any]], tmp: TempPalaces, dump: list | Non
             gold_s = locomo_gold_sessions(evidence)
             gold_d = set(evidence)
             base = {"id": f"{wing}#{qi}", "category": qa["category"]}
-            for mode in MODES:
+            for mode in () if dump_only else MODES:
                 ranked = ranked_docs(palace, qa["question"], mode, back_s, wing, "sessions")
                 rows_s.append(
                     base
@@ -491,7 +493,7 @@ def markdown(results: dict[str, Any]) -> str:
             )
         lines.append("")
     loc = results.get("locomo")
-    if loc:
+    if loc and loc["session"]:  # empty after --dump-only
         lines += [
             f"## LoCoMo dev ({loc['questions']} questions, "
             f"{loc['documents']['sessions']} sessions, {loc['documents']['dialogs']} "
@@ -571,6 +573,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--model", default="minilm", help="embedding model (benchmarks/bench_models.py)"
     )
+    ap.add_argument(
+        "--dump-only",
+        action="store_true",
+        help="LoCoMo: only the session candidates for --dump (no dialog level, no mode runs)",
+    )
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
@@ -597,8 +604,11 @@ def main(argv: list[str] | None = None) -> int:
                 results["lme"] = run_lme(lme, tmp, dump)
                 print(json.dumps(results["lme"]["summary"]["hybrid"]["all"]), file=sys.stderr)
             if locomo:
-                results["locomo"] = run_locomo(locomo, tmp, dump)
-                print(json.dumps(results["locomo"]["session"]["hybrid"]["all"]), file=sys.stderr)
+                results["locomo"] = run_locomo(locomo, tmp, dump, args.dump_only)
+                if not args.dump_only:
+                    print(
+                        json.dumps(results["locomo"]["session"]["hybrid"]["all"]), file=sys.stderr
+                    )
         if args.pipeline or args.pipeline_only:
             pipe_lme = lme[: args.pipeline_lme] if args.pipeline_lme else lme
             results["pipeline"] = run_pipeline(pipe_lme, locomo, tmp)
