@@ -18,6 +18,7 @@ from mempalace_cli.config import COLLECTION_NAME, resolve_settings
 from mempalace_cli.embedder import MODEL_NAME, get_embedder
 from mempalace_cli.embedders import DEFAULT_MODEL, USE_NAME
 from mempalace_cli.service import Palace
+from tests.conftest import NOTES as NOTES_DIR
 
 # Written for this test: three Chinese and three English notes on unrelated topics, and an
 # English distractor that shares words ("database", "backups") with an English question.
@@ -92,6 +93,37 @@ def test_the_query_is_embedded_with_the_palace_model(bilingual: Palace) -> None:
         minilm.embed(["营销网站现在是怎么构建和部署的？"])[0] @ minilm.embed([hit["text"]])[0]
     )
     assert abs(other - expected) > 0.01  # the test would notice the wrong model
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known miss of use-multilingual-v3 on long English chunks: vector-only search ranks "
+    "aiko-tanaka.md (0.17) above jonas-lindqvist.md for this question; MiniLM ranks it first",
+)
+def test_known_miss_english_vector_search_on_long_chunks(
+    tmp_path: Path, home: Path, cli_json: Any
+) -> None:
+    folder = tmp_path / "people"
+    folder.mkdir()
+    for path in (NOTES_DIR / "people").glob("*.md"):
+        (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    cli_json("--palace", tmp_path / "p", "mine", folder)
+    hits = cli_json(
+        "--palace", tmp_path / "p", "search", "who prefers async updates", "--mode", "vector"
+    )["results"]
+    assert hits[0]["source_file"].endswith("jonas-lindqvist.md")
+
+
+def test_hybrid_search_finds_it_with_the_default_model(
+    tmp_path: Path, home: Path, cli_json: Any
+) -> None:
+    folder = tmp_path / "people"
+    folder.mkdir()
+    for path in (NOTES_DIR / "people").glob("*.md"):
+        (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    cli_json("--palace", tmp_path / "p", "mine", folder)
+    hits = cli_json("--palace", tmp_path / "p", "search", "who prefers async updates")["results"]
+    assert hits[0]["source_file"].endswith("jonas-lindqvist.md")
 
 
 def test_vectors_are_normalised_and_independent_of_batching(embedder: Any) -> None:
