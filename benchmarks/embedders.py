@@ -8,13 +8,13 @@ For each model (all-MiniLM-L6-v2 int8, use-multilingual-v3, multilingual-e5-smal
 - LongMemEval-S dev (50 questions, session level, the protocol of benchmarks/retrieval.py) and
   LoCoMo dev (5 conversations, session level): exact cosine ranking of the question against
   that question's documents (what `search --mode vector` ranks). Vector side only.
-- speed and memory, each model in a fresh subprocess: load time, time to embed 300 prose
+- speed and memory, each model in a fresh subprocess: load time, time to embed N (default 300) prose
   chunks (~800 characters, cut from LongMemEval user turns), median single-query latency on
-  an idle machine and while another process keeps both cores busy, peak RSS.
+  an idle machine and while two other processes keep both cores busy, peak RSS.
 
 Usage:
     python benchmarks/embedders.py                        # everything
-    python benchmarks/embedders.py --skip-english         # bilingual + speed only
+    python benchmarks/embedders.py --skip-english --chunks 60   # bilingual + a quicker speed test
     python benchmarks/embedders.py --models use-multilingual-v3 --lme-limit 10
 Writes benchmarks/results/embedders.{json,md}.
 """
@@ -117,9 +117,9 @@ def locomo(emb: Any, samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- speed and memory (one fresh process per model) -------------------------------------------
-def prose_chunks(data: Path) -> list[str]:
+def prose_chunks(data: Path, n: int = CHUNKS) -> list[str]:
     text = "\n".join(t for q in load_lme(data)[:10] for _, t in lme_documents(q))
-    return [text[i : i + CHUNK_CHARS] for i in range(0, CHUNKS * CHUNK_CHARS, CHUNK_CHARS)]
+    return [text[i : i + CHUNK_CHARS] for i in range(0, n * CHUNK_CHARS, CHUNK_CHARS)]
 
 
 def _burn(stop_at: float) -> None:
@@ -128,8 +128,8 @@ def _burn(stop_at: float) -> None:
         x += 1
 
 
-def child(name: str, data: Path) -> dict[str, Any]:
-    chunks = prose_chunks(data)
+def child(name: str, data: Path, n: int = CHUNKS) -> dict[str, Any]:
+    chunks = prose_chunks(data, n)
     t0 = time.perf_counter()
     emb = get_embedder(name)
     emb.ensure_loaded()
@@ -160,16 +160,17 @@ def child(name: str, data: Path) -> dict[str, Any]:
             p.join()
     return {
         "load_seconds": round(load, 2),
-        "embed_300_chunks_seconds": round(embed_s, 2),
+        "chunks": n,
+        "embed_chunks_seconds": round(embed_s, 2),
         "query_ms_idle": idle,
         "query_ms_busy": busy,
         "peak_rss_mib": round(rss),
     }
 
 
-def speed(name: str, data: Path) -> dict[str, Any]:
+def speed(name: str, data: Path, n: int = CHUNKS) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", name, "--data", str(data)],
+        [sys.executable, __file__, "--child", name, "--data", str(data), "--chunks", str(n)],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -221,18 +222,21 @@ def markdown(res: dict[str, Any]) -> str:
     )
     base = res["models"].get("all-MiniLM-L6-v2", {}).get("speed", {})
     row(
-        "embed 300 prose chunks (s, ratio)",
+        "embed N prose chunks of 800 chars (s, ratio)",
         lambda r: (
-            f"{r['speed']['embed_300_chunks_seconds']} "
-            f"({r['speed']['embed_300_chunks_seconds'] / base['embed_300_chunks_seconds']:.2f}x)"
+            f"N={r['speed']['chunks']}: {r['speed']['embed_chunks_seconds']} "
+            f"({r['speed']['embed_chunks_seconds'] / base['embed_chunks_seconds']:.2f}x)"
         ),
     )
     row("load (s)", lambda r: f"{r['speed']['load_seconds']}")
     row(
-        "one query, idle / busy machine (ms)",
+        "one query (ms): machine as it was / with two more busy processes",
         lambda r: f"{r['speed']['query_ms_idle']} / {r['speed']['query_ms_busy']}",
     )
-    row("peak RSS after 300 chunks (MiB)", lambda r: f"{r['speed']['peak_rss_mib']}")
+    row(
+        "peak RSS after the chunks (MiB; ~109 of it is the benchmark's data)",
+        lambda r: f"{r['speed']['peak_rss_mib']}",
+    )
     row("dimension", lambda r: str(r["dimension"]))
     row("languages", lambda r: r["languages"])
     return "\n".join(lines) + "\n"
@@ -246,11 +250,17 @@ def main() -> None:
     ap.add_argument("--lme-limit", type=int, default=None)
     ap.add_argument("--skip-english", action="store_true")
     ap.add_argument("--skip-speed", action="store_true", help="quality only")
+    ap.add_argument("--chunks", type=int, default=CHUNKS, help="prose chunks for the speed test")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "embedders")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--markdown-only", action="store_true", help="rewrite OUT.md from OUT.json")
     args = ap.parse_args()
+    if args.markdown_only:
+        res = json.loads(args.out.with_suffix(".json").read_text())
+        args.out.with_suffix(".md").write_text(markdown(res))
+        return
     if args.child:
-        print(json.dumps(child(args.child, args.data)))
+        print(json.dumps(child(args.child, args.data, args.chunks)))
         return
     bi = json.loads(args.bilingual.read_text(encoding="utf-8"))
     questions = load_lme(args.data)[: args.lme_limit] if not args.skip_english else []
@@ -267,7 +277,7 @@ def main() -> None:
         info = MODELS[name]
         r: dict[str, Any] = {"dimension": info.dimension, "languages": info.languages}
         if not args.skip_speed:
-            r["speed"] = speed(name, args.data)
+            r["speed"] = speed(name, args.data, args.chunks)
             print(name, "speed", r["speed"], flush=True)
         emb = get_embedder(name)
         r["bilingual"] = bilingual(emb, bi)

@@ -5,7 +5,6 @@ own, so plain `pytest` runs these tests too."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -19,10 +18,10 @@ from typing import Any
 import pytest
 
 from mempalace_cli.config import COLLECTION_NAME, resolve_settings
+from mempalace_cli.consistency import SERVER_CHECK_SECONDS
 from mempalace_cli.service import Palace
 from tests.conftest import NOTES
-
-TEST_URL_ENV = "MEMPALACE_TEST_CHROMA_URL"
+from tests.test_watch_support import wait_until
 
 
 def _free_port() -> int:
@@ -40,9 +39,9 @@ def _up(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if os.environ.get(TEST_URL_ENV):
-        yield os.environ[TEST_URL_ENV].rstrip("/")
+def chroma_url(tmp_path_factory: pytest.TempPathFactory, test_chroma_url: str) -> Iterator[str]:
+    if test_chroma_url:  # conftest reads MEMPALACE_TEST_CHROMA_URL before clearing MEMPALACE_*
+        yield test_chroma_url
         return
     exe = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
     assert exe, "the chroma CLI (shipped with chromadb) is not installed"
@@ -162,7 +161,14 @@ def test_a_second_machine_sees_the_same_drawers(
         hits = second.search("pager rotation", mode="lexical")["results"]
         assert hits and hits[0]["wing"] == "ops"
         first.add_drawer("ops", "oncall", "Escalate to the platform lead after 30 minutes.")
-        assert second.search("escalate platform lead", mode="lexical")["results"]
+        # A long-lived palace re-checks the server at most every SERVER_CHECK_SECONDS.
+        started = time.monotonic()
+        wait_until(
+            lambda: second.search("escalate platform lead", mode="lexical")["results"],
+            timeout=SERVER_CHECK_SECONDS + 10,
+            what="the second machine to see the new drawer",
+        )
+        assert time.monotonic() - started < SERVER_CHECK_SECONDS + 10
     finally:
         first.close()
         second.close()

@@ -3,6 +3,7 @@ table that maps core errors to messages and exit statuses."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -30,6 +31,11 @@ EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.IncompatiblePalaceError: 6,
     errors.ConfigError: 7,
     errors.ModelUnavailableError: 8,
+    # The operating system refused: named for what it is, never as a damaged palace.
+    errors.DiskFullError: 9,
+    errors.PermissionDeniedError: 10,
+    errors.NotADirectoryPathError: 11,
+    errors.StorageError: 12,
 }
 
 
@@ -60,27 +66,30 @@ class Env:
         return self._palace
 
 
-class _NoticeToStderr(logging.Handler):
-    """One-time notices from the core (logger `mempalace.notice`, e.g. an index upgrade),
-    printed on whatever stderr is current (stdout stays clean for --json)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        sys.stderr.write(f"Note: {record.getMessage()}\n")
-        sys.stderr.flush()
-
-
-def show_notices() -> None:
-    log = logging.getLogger("mempalace.notice")
-    if not any(isinstance(h, _NoticeToStderr) for h in log.handlers):
-        log.addHandler(_NoticeToStderr())
-        log.propagate = False
-
-
 def get_env(ctx: typer.Context) -> Env:
     root = ctx.find_root()
     if not isinstance(root.obj, Env):
         root.obj = Env()
     return root.obj
+
+
+class _NoteHandler(logging.Handler):
+    """Prints the core's warnings (a repaired palace index) on stderr as a note."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"Note: {record.getMessage()}\n")
+            sys.stderr.flush()
+
+
+def show_core_notes() -> None:
+    """Route the core's notes to stderr (stdout stays one JSON document): the consistency
+    module's repairs and one-time notices such as a keyword index upgrade."""
+    for name in ("mempalace.consistency", "mempalace.notice"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
+            logger.addHandler(_NoteHandler())
+            logger.propagate = False
 
 
 def print_json(data: Any) -> None:

@@ -8,10 +8,13 @@ from typing import Any
 
 from mempalace_cli import fusion
 from mempalace_cli.catalog import DrawerRow
+from mempalace_cli.drawer_ids import candidate_ids, filed_under
+from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.miners.rooms import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.store import where_filter
+from mempalace_cli.textsafe import clean_text
 
 MAX_RESULTS = 100
 MAX_DRAWER_CHARS = 100_000
@@ -51,6 +54,8 @@ class DrawerOps(PalaceCore):
             "wings": wings,
             "rooms": rooms,
             "taxonomy": taxonomy,
+            # Chroma is the truth; what the index mirrors, and its last repair from Chroma.
+            "consistency": self.consistency.report(),
         }
 
     def list_wings(self) -> dict[str, Any]:
@@ -92,6 +97,23 @@ class DrawerOps(PalaceCore):
         self.current_binding()
         embedder = self.embedder
         embedding = _InBackground(embedder.embed_query, query) if mode != "lexical" else None
+        try:
+            return self._search(query, wing, room, limit, mode, embedding)
+        finally:
+            # Never leave the thread running into interpreter exit (an early error, say):
+            # onnxruntime loading on a thread the interpreter tears down aborts the process.
+            if embedding is not None:
+                embedding.wait()
+
+    def _search(
+        self,
+        query: str,
+        wing: str | None,
+        room: str | None,
+        limit: int,
+        mode: str,
+        embedding: _InBackground | None,
+    ) -> dict[str, Any]:
         # A catalogue known to mirror the store answers alone: no chromadb import at all.
         from_catalog = self.catalog_trusted()
         if not from_catalog:
@@ -316,12 +338,15 @@ class DrawerOps(PalaceCore):
         wing_n, room_n = normalize_name(wing or ""), normalize_name(room or "")
         if not wing or not room:
             raise InvalidInputError("A drawer needs both a wing and a room.")
+        content = clean_text(content)
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-        drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
+        drawer_id = hand_filed_id(wing_n, room_n, digest)
         self.create()
         self.sync()
-        if drawer_id in self.catalog.get([drawer_id]):
-            return {"success": True, "drawer_id": drawer_id, "already_stored": True}
+        stored = self.catalog.get(candidate_ids(wing_n, room_n, digest))
+        already = filed_under(stored, wing_n, room_n, digest, content)
+        if already:
+            return {"success": True, "drawer_id": already, "already_stored": True}
         vec = self.embedder.embed([content])
         if check_duplicates:
             matches = [
@@ -355,6 +380,7 @@ class DrawerOps(PalaceCore):
         `add_drawer` derives them, so identical content in the same place is stored once."""
         rows: dict[str, DrawerRow] = {}
         ids: list[str] = []
+        digests: dict[str, tuple[str, str, str]] = {}
         stamp = now_iso()
         for n, item in enumerate(drawers):
             content, wing, room = item.get("content"), item.get("wing"), item.get("room")
@@ -365,9 +391,11 @@ class DrawerOps(PalaceCore):
             if not wing or not room:
                 raise InvalidInputError(f"Drawer {n} needs both a wing and a room.")
             wing_n, room_n = normalize_name(wing), normalize_name(room)
-            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()  # type: ignore[union-attr]
-            drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
+            content = clean_text(content)  # type: ignore[arg-type]
+            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+            drawer_id = hand_filed_id(wing_n, room_n, digest)
             ids.append(drawer_id)
+            digests[drawer_id] = (wing_n, room_n, digest)
             meta: dict[str, Any] = dict(item.get("metadata") or {})
             meta.update(
                 added_by=added_by,
@@ -389,8 +417,10 @@ class DrawerOps(PalaceCore):
             )  # type: ignore[arg-type]
         self.create()
         self.sync()
-        existing = self.catalog.get(list(rows))
-        new_rows = [r for i, r in rows.items() if i not in existing]
+        stored = self.catalog.get([c for i in rows for c in candidate_ids(*digests[i])])
+        filed = {i: filed_under(stored, *digests[i], rows[i].text) for i in rows}
+        ids = [filed.get(i) or i for i in ids]  # content filed under a legacy id keeps it
+        new_rows = [r for i, r in rows.items() if not filed[i]]
         if new_rows:
             vecs = self.embedder.embed([r.text for r in new_rows])
             with self.lock.hold():
@@ -425,7 +455,8 @@ class _InBackground:
 
         self._value: Any = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        # Not a daemon: the interpreter joins it at exit instead of tearing it down mid-load.
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=False)
         self._thread.start()
 
     def _run(self, fn: Any, args: tuple[Any, ...]) -> None:
@@ -433,6 +464,10 @@ class _InBackground:
             self._value = fn(*args)
         except BaseException as exc:  # handed to the caller in result()
             self._error = exc
+
+    def wait(self) -> None:
+        """Join the thread, whatever it did (its result or error is kept for `result`)."""
+        self._thread.join()
 
     def result(self) -> Any:
         self._thread.join()

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mempalace_cli.catalog import VECTORS_META, DrawerRow
+from mempalace_cli.consistency import STORE_HEAD, read_log_head
 from mempalace_cli.embedders import MODELS, check_model_name
 from mempalace_cli.errors import InvalidInputError
 from mempalace_cli.service.core import WRITE_IN_PROGRESS, PalaceCore, crashpoint, meta_from
@@ -193,6 +194,7 @@ class Reembedder:
     def _store_batch(self, target: str, rows: list[DrawerRow], vectors: Any) -> None:
         """Chroma first, then the side table: a crash in between only means the batch is
         embedded again (Chroma upserts are idempotent)."""
+        mirrored = self._head_mirrored()
         col = self.palace.store.client.get_collection(target, embedding_function=None)
         col.upsert(
             ids=[r.id for r in rows],
@@ -208,10 +210,26 @@ class Reembedder:
                     for r, v in zip(rows, _float32(vectors), strict=True)
                 ],
             )
-            # The store file changed (another collection): the catalogue still mirrors the
-            # drawers searches read, so say so, and a fresh search need not open Chroma.
-            if self.catalog.get_meta(WRITE_IN_PROGRESS) != "1":
-                self.palace._record_stamp(conn)
+            # Chroma's log moved (another collection): the catalogue still mirrors the drawers
+            # searches read, so say so, and a fresh search need not open Chroma.
+            if mirrored:
+                self._record_head(conn, self.palace.consistency.collection_name)
+
+    def _head_mirrored(self) -> bool:
+        """The catalogue mirrors Chroma's log head now (embedded store, no write half-done)."""
+        if self.palace.settings.chroma_url:
+            return False
+        head = self.palace.consistency.head()
+        return (
+            head is not None
+            and self.catalog.get_meta(WRITE_IN_PROGRESS) != "1"
+            and self.catalog.get_meta(STORE_HEAD) == head.key
+        )
+
+    def _record_head(self, conn: Any, collection: str) -> None:
+        head = read_log_head(self.palace.path, collection)
+        if head is not None:
+            self.catalog.set_meta(conn, STORE_HEAD, head.key)
 
     def _catch_up(self, target: str, embedder: Any) -> int:
         """Under the lock, before the switch: drawers filed or changed since their batch get
@@ -242,6 +260,7 @@ class Reembedder:
         meta.update({STATE_KEY: "active", ACTIVATED_KEY: time.time()})
         col.modify(metadata=meta)  # what a palace on a Chroma server resolves to from now on
         crashpoint("reembed_after_activate")
+        mirrored = self._head_mirrored()
         with self.catalog.transaction() as conn:
             conn.execute(
                 "UPDATE drawers SET embedding = (SELECT r.embedding FROM reembed_vectors r "
@@ -252,16 +271,20 @@ class Reembedder:
             self.catalog.set_meta(conn, VECTORS_META, "1")
             conn.execute("DELETE FROM meta WHERE key = ?", (TARGET_META,))
             conn.execute("DELETE FROM reembed_vectors")
+            if mirrored:
+                self._record_head(conn, target)
             self.catalog.bump_generation(conn)
         crashpoint("reembed_after_switch")
         p.store.reset_handle()
         p._binding = None
+        p.__dict__.pop("consistency", None)  # it reads the log of the palace's collection
         after = p.current_binding()
         if before.collection != target:
             self._drop_collection(before.collection)
         self._drop_retired(target)
         with self.catalog.transaction() as conn:
-            p._record_stamp(conn)
+            if mirrored:
+                self._record_head(conn, target)
             self.catalog.bump_generation(conn)
         p._wrote()
         return after
