@@ -69,7 +69,8 @@ def score(q: dict[str, Any], params: FusionParams) -> dict[str, float]:
         [tuple(x) for x in q["vector"]],
         [tuple(x) for x in q["lexical"]],
         q.get("query_script", "latin"),
-        q.get("scripts", {}),
+        # the dumps list non-Latin candidates only; the service passes every candidate's script
+        {d: q.get("scripts", {}).get(d, "latin") for d, _ in (*q["vector"], *q["lexical"])},
         params,
         q.get("query_weight", 0.0),
     )

@@ -50,6 +50,11 @@ class FusionParams:
     coverage_cap: float = 1.5
     rrf_k: float = 60.0
     depth: int = 50
+    # When the query and every candidate share one script (an English palace), fuse by
+    # weighted RRF instead: 5-fold CV on LongMemEval + LoCoMo dev chose RRF k=60, keywords x2
+    # in every fold (LoCoMo R@10 0.933 against 0.76 for the z-score fusion with MiniLM).
+    one_script_rrf: bool = True
+    rrf_lexical_weight: float = 2.0
 
     def with_(self, **changes: float | int | str) -> FusionParams:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -82,8 +87,11 @@ def fuse(
     Ties break on the id, so the order is deterministic."""
     vector, lexical = vector[: params.depth], lexical[: params.depth]
     scripts = scripts or {}
+    one_script = all(scripts.get(d, query_script) == query_script for d, _ in (*vector, *lexical))
     if params.method == "rrf":
         score = _rrf(vector, lexical, params)
+    elif params.one_script_rrf and one_script:
+        score = _rrf(vector, lexical, params.with_(lexical_weight=params.rrf_lexical_weight))
     else:
         score = _confidence(vector, lexical, query_script, scripts, params, query_weight)
     return sorted(score, key=lambda i: (-score[i], i))
