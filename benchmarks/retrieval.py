@@ -38,8 +38,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-from mempalace_cli.config import resolve_settings  # noqa: E402
 from mempalace_cli.miners.rooms import normalize_name  # noqa: E402
 from mempalace_cli.service import Palace  # noqa: E402
 
@@ -98,9 +98,11 @@ def summarise(rows: list[dict[str, Any]], metrics: list[str], group: str) -> dic
 
 # -- palaces ----------------------------------------------------------------------------------
 class TempPalaces:
-    """Fresh palaces under one temporary directory, removed when done."""
+    """Fresh palaces under one temporary directory, removed when done; their drawers and
+    queries embedded by `model` (benchmarks/bench_models.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "minilm") -> None:
+        self.model = model
         self.root = Path(tempfile.mkdtemp(prefix="mp-bench-"))
         self.home = self.root / "home"
         self.home.mkdir()
@@ -108,7 +110,9 @@ class TempPalaces:
 
     def new(self) -> Palace:
         self.n += 1
-        return Palace(resolve_settings(self.root / f"palace{self.n}", home=self.home))
+        from bench_models import new_palace
+
+        return new_palace(self.model, self.root / f"palace{self.n}", self.home)
 
     def drop(self, palace: Palace) -> None:
         palace.close()
@@ -153,11 +157,20 @@ def ranked_docs(
 def dump_candidates(
     palace: Palace, query: str, wing: str, room: str, back: dict[str, list[str]]
 ) -> dict[str, Any]:
-    """Both sides' raw candidate lists (50 deep), for offline fusion tuning (tune_fusion.py)."""
+    """Both sides' raw candidate lists (50 deep), for offline fusion tuning (tune_fusion.py),
+    with the query's script and each candidate's script where it differs from LATIN."""
+    from mempalace_cli.fusion import LATIN, script_of
+
     _, vec, lex = palace.search_candidates(query, wing, room, 50)
+    ids = list(dict.fromkeys([h[0] for h in vec] + [i for i, _ in lex]))
+    rows = palace.catalog.get(ids)
+    scripts = {back[i][0]: script_of(rows[i].text) for i in ids if i in rows}
     return {
         "vector": [[back[h[0]][0], round(1.0 - h[1], 5)] for h in vec],
         "lexical": [[back[i][0], round(s, 5)] for i, s in lex],
+        "query_script": script_of(query),
+        "query_weight": round(palace.catalog.query_weight(query), 5),
+        "scripts": {d: s for d, s in scripts.items() if s != LATIN},
     }
 
 
@@ -265,7 +278,9 @@ def locomo_gold_sessions(evidence: list[str]) -> set[str]:
     return {f"session_{int(m.group(1))}" for e in evidence if (m := _EVIDENCE.match(e))}
 
 
-def run_locomo(samples: list[dict[str, Any]], tmp: TempPalaces, dump: list | None) -> dict:
+def run_locomo(
+    samples: list[dict[str, Any]], tmp: TempPalaces, dump: list | None, dump_only: bool = False
+) -> dict:
     rows_s: list[dict[str, Any]] = []
     rows_d: list[dict[str, Any]] = []
     t_build = t_query = 0.0
@@ -282,7 +297,7 @@ def run_locomo(samples: list[dict[str, Any]], tmp: TempPalaces, dump: list | Non
         wing = normalize_name(sample["sample_id"])
         t0 = time.perf_counter()
         back_s = file_documents(palace, s_docs, wing, "sessions")
-        back_d = file_documents(palace, d_docs, wing, "dialogs")
+        back_d = {} if dump_only else file_documents(palace, d_docs, wing, "dialogs")
         t_build += time.perf_counter() - t0
         t0 = time.perf_counter()
         for qi, qa in enumerate(sample["qa"]):
@@ -290,7 +305,7 @@ def run_locomo(samples: list[dict[str, Any]], tmp: TempPalaces, dump: list | Non
             gold_s = locomo_gold_sessions(evidence)
             gold_d = set(evidence)
             base = {"id": f"{wing}#{qi}", "category": qa["category"]}
-            for mode in MODES:
+            for mode in () if dump_only else MODES:
                 ranked = ranked_docs(palace, qa["question"], mode, back_s, wing, "sessions")
                 rows_s.append(
                     base
@@ -478,7 +493,7 @@ def markdown(results: dict[str, Any]) -> str:
             )
         lines.append("")
     loc = results.get("locomo")
-    if loc:
+    if loc and loc["session"]:  # empty after --dump-only
         lines += [
             f"## LoCoMo dev ({loc['questions']} questions, "
             f"{loc['documents']['sessions']} sessions, {loc['documents']['dialogs']} "
@@ -555,6 +570,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "retrieval.json")
     ap.add_argument("--dump", type=Path, help="write raw candidate lists for tune_fusion.py")
+    ap.add_argument(
+        "--model", default="minilm", help="embedding model (benchmarks/bench_models.py)"
+    )
+    ap.add_argument(
+        "--dump-only",
+        action="store_true",
+        help="LoCoMo: only the session candidates for --dump (no dialog level, no mode runs)",
+    )
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
@@ -562,24 +585,30 @@ def main(argv: list[str] | None = None) -> int:
     locomo = load_locomo(args.data) if args.bench in ("locomo", "all") else []
     if args.limit:
         lme, locomo = lme[: args.limit], locomo[: args.limit]
-    from mempalace_cli.service import drawers
+    from dataclasses import asdict
+
+    from mempalace_cli import fusion
 
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}",
-        "fusion": {"method": drawers.FUSION_METHOD, **drawers.fusion_params()},
+        "fusion": asdict(fusion.DEFAULT),
+        "model": args.model,
     }
     dump: list | None = [] if args.dump else None
-    tmp = TempPalaces()
+    tmp = TempPalaces(args.model)
     try:
         if not args.pipeline_only:
             if lme:
                 results["lme"] = run_lme(lme, tmp, dump)
                 print(json.dumps(results["lme"]["summary"]["hybrid"]["all"]), file=sys.stderr)
             if locomo:
-                results["locomo"] = run_locomo(locomo, tmp, dump)
-                print(json.dumps(results["locomo"]["session"]["hybrid"]["all"]), file=sys.stderr)
+                results["locomo"] = run_locomo(locomo, tmp, dump, args.dump_only)
+                if not args.dump_only:
+                    print(
+                        json.dumps(results["locomo"]["session"]["hybrid"]["all"]), file=sys.stderr
+                    )
         if args.pipeline or args.pipeline_only:
             pipe_lme = lme[: args.pipeline_lme] if args.pipeline_lme else lme
             results["pipeline"] = run_pipeline(pipe_lme, locomo, tmp)

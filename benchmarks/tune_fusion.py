@@ -1,13 +1,21 @@
-"""Compare fusion methods offline on the candidate lists `retrieval.py --dump` wrote.
+"""Choose the hybrid fusion by K-fold cross-validation on the dev candidate dumps.
 
-The dump holds, per dev question, both sides' raw candidates (50 deep: vector cosine
-similarities and BM25 scores) and each document's length, so every fusion variant here is
-scored on exactly the same candidates without embedding anything again.
+The dumps hold, per dev question, both sides' raw candidates (50 deep: cosine similarities,
+BM25 scores), the query's BM25 weight and the scripts (Latin / CJK) of the query and of each
+candidate, so every fusion here is scored on exactly the same candidates without embedding
+anything again:
 
-    python benchmarks/retrieval.py --dump /tmp/candidates.json
-    python benchmarks/tune_fusion.py /tmp/candidates.json
+    python benchmarks/retrieval.py --model use --dump /tmp/dump_use.json
+    python benchmarks/bilingual.py --models minilm use --dump /tmp/bilingual.json
+    python benchmarks/tune_fusion.py /tmp/dump_use.json /tmp/bilingual.json --model use
 
-Tune on the dev splits only (they are all the dump holds).
+Folds: LoCoMo by conversation (5 folds = its 5 conversations), LongMemEval and the bilingual
+set by question (seeded shuffle into K folds). For each fold, the fusion with the best
+objective on the other folds is chosen and scored on the held-out fold; the report gives
+each fold's held-out numbers, their mean and spread, the pooled held-out numbers per question
+type next to each single side, and the fusion chosen on all the dev data (the default in
+mempalace_cli/fusion.py). Objective: the mean of LongMemEval (R@5 + NDCG@10) / 2, LoCoMo
+session R@10 and the bilingual set's R@3 averaged over its four directions.
 """
 
 from __future__ import annotations
@@ -16,132 +24,224 @@ import argparse
 import itertools
 import json
 import math
-from collections.abc import Callable
+import random
+import statistics
+import sys
+from collections import Counter, defaultdict
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-Fusion = Callable[[dict[str, Any]], list[str]]
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from mempalace_cli.fusion import DEFAULT, FusionParams, fuse  # noqa: E402
+
+VECTOR_ONLY = FusionParams(method="rrf", vector_weight=1.0, lexical_weight=0.0)
+LEXICAL_ONLY = FusionParams(method="rrf", vector_weight=0.0, lexical_weight=1.0)
+OLD_DEFAULT = FusionParams(method="rrf", vector_weight=1.0, lexical_weight=2.0, rrf_k=60)
 
 
-def rrf(
-    k: float,
-    wv: float = 1.0,
-    wl: float = 1.0,
-    depth: int = 50,
-    seen_chars: float = 0.0,
-    floor: float = 0.0,
-) -> Fusion:
-    """Weighted RRF. With `seen_chars`, a document's vector weight is scaled by the share of it
-    the model read (MiniLM stops at 256 tokens, about `seen_chars` characters) and the rest
-    of the weight moves to the lexical side, which reads all of it."""
-
-    def run(q: dict[str, Any]) -> list[str]:
-        score: dict[str, float] = {}
-        seen = {
-            d: max(floor, min(1.0, seen_chars / max(n, 1))) if seen_chars else 1.0
-            for d, n in q["lengths"].items()
-        }
-        for rank, (doc, _) in enumerate(q["vector"][:depth]):
-            score[doc] = score.get(doc, 0.0) + wv * seen[doc] / (k + rank + 1)
-        for rank, (doc, _) in enumerate(q["lexical"][:depth]):
-            w = wl + wv * (1.0 - seen[doc])
-            score[doc] = score.get(doc, 0.0) + w / (k + rank + 1)
-        return sorted(score, key=lambda d: (-score[d], d))
-
-    return run
+def grid() -> dict[str, FusionParams]:
+    out = {
+        "rrf k=60 wl=2 (before)": OLD_DEFAULT,
+        "rrf k=60 wl=1": OLD_DEFAULT.with_(lexical_weight=1.0),
+    }
+    for wl, xl, xv, cap in itertools.product(
+        (1.0, 1.5, 2.0, 3.0, 4.0, 6.0), (0.0, 0.25, 0.5, 1.0), (0.0, 0.5, 1.0), (3.0, 4.0)
+    ):
+        p = FusionParams(
+            lexical_weight=wl, cross_script_lexical=xl, cross_script_vector=xv, z_cap=cap
+        )
+        out[f"conf wl={wl} xl={xl} xv={xv} cap={cap}"] = p
+    return out
 
 
-def blend(alpha: float, depth: int = 50) -> Fusion:
-    """alpha * cosine (min-max over the candidates) + (1 - alpha) * BM25 / max BM25."""
-
-    def run(q: dict[str, Any]) -> list[str]:
-        vec = dict(q["vector"][:depth])
-        lex = dict(q["lexical"][:depth])
-        lo = min(vec.values(), default=0.0)
-        hi = max(vec.values(), default=1.0)
-        top_lex = max(lex.values(), default=1.0) or 1.0
-        floor = lo  # a document missing from a side gets that side's worst score
-        score = {}
-        for doc in set(vec) | set(lex):
-            v = (vec.get(doc, floor) - lo) / ((hi - lo) or 1.0)
-            lx = lex.get(doc, 0.0) / top_lex
-            score[doc] = alpha * v + (1 - alpha) * lx
-        return sorted(score, key=lambda d: (-score[d], d))
-
-    return run
-
-
+# -- scoring one ranking ----------------------------------------------------------------------
 def ndcg(ranked: list[str], gold: set[str], k: int) -> float:
     dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in gold)
     ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), k)))
     return dcg / ideal if ideal else 0.0
 
 
-def metrics(dump: list[dict[str, Any]], fusion: Fusion) -> dict[str, float]:
-    lme = [q for q in dump if q["bench"] == "lme"]
-    loc = [q for q in dump if q["bench"] == "locomo"]
-    out = {}
-    if lme:
-        ranked = [(set(q["gold"]), fusion(q)) for q in lme]
-        for k in (1, 5, 10):
-            out[f"lme_R@{k}"] = sum(bool(g & set(r[:k])) for g, r in ranked) / len(lme)
-        out["lme_all@5"] = sum(bool(g) and g <= set(r[:5]) for g, r in ranked) / len(lme)
-        out["lme_ndcg@10"] = sum(ndcg(r, g, 10) for g, r in ranked) / len(lme)
-    if loc:
-        for k in (5, 10):
-            total = 0.0
-            for q in loc:
-                gold = set(q["gold"])
-                total += len(gold & set(fusion(q)[:k])) / len(gold) if gold else 1.0
-            out[f"locomo_R@{k}"] = total / len(loc)
-    return {m: round(v, 4) for m, v in out.items()}
+def score(q: dict[str, Any], params: FusionParams) -> dict[str, float]:
+    ranked = fuse(
+        [tuple(x) for x in q["vector"]],
+        [tuple(x) for x in q["lexical"]],
+        q.get("query_script", "latin"),
+        # the dumps list non-Latin candidates only; the service passes every candidate's script
+        {d: q.get("scripts", {}).get(d, "latin") for d, _ in (*q["vector"], *q["lexical"])},
+        params,
+        q.get("query_weight", 0.0),
+    )
+    gold = set(q["gold"])
+    if q["bench"] == "lme":
+        return {"R@5": float(bool(gold & set(ranked[:5]))), "NDCG@10": ndcg(ranked, gold, 10)}
+    if q["bench"] == "locomo":
+        if not gold:
+            return {"R@10": 1.0, "R@5": 1.0}
+        return {
+            "R@10": len(gold & set(ranked[:10])) / len(gold),
+            "R@5": len(gold & set(ranked[:5])) / len(gold),
+        }
+    return {"R@1": float(bool(gold & set(ranked[:1]))), "R@3": float(bool(gold & set(ranked[:3])))}
 
 
-def variants() -> dict[str, Fusion]:
-    out: dict[str, Fusion] = {
-        "vector only": rrf(60, 1, 0),
-        "lexical only": rrf(60, 0, 1),
-    }
-    for k, (wv, wl) in itertools.product(
-        (1, 5, 10, 20, 30, 60, 100), ((1, 1), (1, 1.5), (1.5, 1), (1, 2), (2, 1))
-    ):
-        out[f"rrf k={k} wv={wv} wl={wl}"] = rrf(k, wv, wl)
-    for k, seen in itertools.product((10, 30, 60), (800, 1000, 1200, 1600)):
-        out[f"rrf k={k} seen={seen}"] = rrf(k, seen_chars=seen)
-    for k, wl, floor in itertools.product((30, 60), (1.0, 1.5, 2.0), (0.25, 0.5)):
-        out[f"rrf k={k} wl={wl} seen=1200 floor={floor}"] = rrf(
-            k, wl=wl, seen_chars=1200, floor=floor
-        )
-    for k in (40, 60, 80):
-        for wl in (1.5, 1.75, 2.0, 2.5, 3.0):
-            out[f"rrf k={k} wv=1 wl={wl}"] = rrf(k, 1, wl)
-    for depth in (10, 20, 100):
-        out[f"rrf k=60 depth={depth}"] = rrf(60, depth=depth)
-    for alpha in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-        out[f"blend alpha={alpha}"] = blend(alpha)
+def dataset(q: dict[str, Any]) -> str:
+    return "bilingual" if q["bench"].startswith("bilingual") else q["bench"]
+
+
+def summary(qs: list[dict[str, Any]], scores: list[dict[str, float]]) -> dict[str, float]:
+    """Headline numbers of one fusion over a set of questions."""
+    by: dict[str, list[dict[str, float]]] = defaultdict(list)
+    bil: dict[str, list[float]] = defaultdict(list)
+    for q, s in zip(qs, scores, strict=True):
+        by[dataset(q)].append(s)
+        if dataset(q) == "bilingual":
+            bil[q["type"]].append(s["R@3"])
+    out: dict[str, float] = {}
+    if by["lme"]:
+        out["lme_R@5"] = statistics.fmean(s["R@5"] for s in by["lme"])
+        out["lme_NDCG@10"] = statistics.fmean(s["NDCG@10"] for s in by["lme"])
+    if by["locomo"]:
+        out["locomo_R@10"] = statistics.fmean(s["R@10"] for s in by["locomo"])
+    for direction, xs in sorted(bil.items()):
+        out[f"bil_{direction}_R@3"] = statistics.fmean(xs)
+    if bil:
+        out["bil_R@3_macro"] = statistics.fmean(statistics.fmean(xs) for xs in bil.values())
     return out
+
+
+def objective(s: dict[str, float]) -> float:
+    parts = []
+    if "lme_R@5" in s:
+        parts.append((s["lme_R@5"] + s["lme_NDCG@10"]) / 2)
+    if "locomo_R@10" in s:
+        parts.append(s["locomo_R@10"])
+    if "bil_R@3_macro" in s:
+        parts.append(s["bil_R@3_macro"])
+    return statistics.fmean(parts) if parts else 0.0
+
+
+# -- folds ------------------------------------------------------------------------------------
+def folds(qs: list[dict[str, Any]], k: int, seed: int) -> list[int]:
+    """A fold number per question: LoCoMo by conversation, the rest shuffled into k folds."""
+    rng = random.Random(seed)
+    fold = [0] * len(qs)
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, q in enumerate(qs):
+        by[q["bench"]].append(i)
+    for bench, idx in by.items():
+        if bench == "locomo":
+            convs = sorted({qs[i]["id"].split("#")[0] for i in idx})
+            for i in idx:
+                fold[i] = convs.index(qs[i]["id"].split("#")[0]) % k
+        else:
+            order = idx[:]
+            rng.shuffle(order)
+            for n, i in enumerate(order):
+                fold[i] = n % k
+    return fold
+
+
+def cross_validate(
+    qs: list[dict[str, Any]], table: dict[str, list[dict[str, float]]], k: int, seed: int
+) -> dict[str, Any]:
+    fold = folds(qs, k, seed)
+    per_fold = []
+    held_out: list[dict[str, float] | None] = [None] * len(qs)
+    for f in range(k):
+        train = [i for i in range(len(qs)) if fold[i] != f]
+        test = [i for i in range(len(qs)) if fold[i] == f]
+        best = max(
+            table,
+            key=lambda name: (
+                objective(summary([qs[i] for i in train], [table[name][i] for i in train])),
+                name == "conf default",
+            ),
+        )
+        for i in test:
+            held_out[i] = table[best][i]
+        per_fold.append(
+            {"fold": f, "chosen": best}
+            | summary([qs[i] for i in test], [table[best][i] for i in test])
+        )
+    metrics = [m for m in per_fold[0] if m not in ("fold", "chosen")]
+    spread = {
+        m: {
+            "mean": round(statistics.fmean(p[m] for p in per_fold if m in p), 4),
+            "sd": round(statistics.pstdev([p[m] for p in per_fold if m in p]), 4),
+            "min": round(min(p[m] for p in per_fold if m in p), 4),
+            "max": round(max(p[m] for p in per_fold if m in p), 4),
+        }
+        for m in metrics
+    }
+    pooled = summary(qs, [h for h in held_out if h is not None])
+    return {"folds": per_fold, "spread": spread, "pooled": pooled, "held_out": held_out}
+
+
+def by_type(
+    qs: list[dict[str, Any]], scores: list[dict[str, float]], bench: str, metric: str
+) -> dict[str, float]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for q, s in zip(qs, scores, strict=True):
+        if dataset(q) == bench:
+            groups[str(q["type"])].append(s[metric])
+    return {t: round(statistics.fmean(xs), 4) for t, xs in sorted(groups.items())}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dump", type=Path, nargs="+")
-    ap.add_argument("--out", type=Path, help="write the table as JSON too")
+    ap.add_argument("--model", default="use", help="which bilingual-<model> dump to use")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--out", type=Path, help="write the report as JSON too")
     args = ap.parse_args(argv)
-    # Later files win for the same question, so a re-run of one benchmark can be layered on.
-    by_id = {
-        (q["bench"], q["id"]): q
-        for path in args.dump
-        for q in json.loads(path.read_text(encoding="utf-8"))
+    qs = []
+    for path in args.dump:
+        for q in json.loads(path.read_text(encoding="utf-8")):
+            if q["bench"].startswith("bilingual") and q["bench"] != f"bilingual-{args.model}":
+                continue
+            qs.append(q)
+    configs = grid() | {"conf default": DEFAULT}
+    table = {name: [score(q, p) for q in qs] for name, p in configs.items()}
+    singles = {
+        "vector only": [score(q, VECTOR_ONLY) for q in qs],
+        "lexical only": [score(q, LEXICAL_ONLY) for q in qs],
     }
-    dump = list(by_id.values())
-    rows = {name: metrics(dump, f) for name, f in variants().items()}
-    cols = list(next(iter(rows.values())))
-    print("| fusion | " + " | ".join(cols) + " |")
-    print("|---|" + "---|" * len(cols))
-    for name, m in rows.items():
-        print(f"| {name} | " + " | ".join(f"{m[c]:.3f}" for c in cols) + " |")
+    cv = cross_validate(qs, table, args.folds, args.seed)
+    everything = {name: summary(qs, rows) for name, rows in table.items()}
+    chosen = max(everything, key=lambda n: (objective(everything[n]), n == "conf default"))
+
+    report: dict[str, Any] = {
+        "command": "python benchmarks/tune_fusion.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "questions": {
+            b: sum(1 for q in qs if dataset(q) == b) for b in ("lme", "locomo", "bilingual")
+        },
+        "cross_validation": {k: v for k, v in cv.items() if k != "held_out"},
+        "chosen_on_all_dev": {"name": chosen, "params": asdict(configs[chosen])}
+        | {k: round(v, 4) for k, v in everything[chosen].items()},
+        "single_sides": {n: summary(qs, rows) for n, rows in singles.items()},
+        "before": everything["rrf k=60 wl=2 (before)"],
+        "by_type": {},
+    }
+    held = [h for h in cv["held_out"] if h is not None]
+    for bench, metric in (("lme", "R@5"), ("locomo", "R@10"), ("bilingual", "R@3")):
+        if not any(dataset(q) == bench for q in qs):
+            continue
+        report["by_type"][bench] = {
+            "metric": metric,
+            "n": dict(sorted(Counter(str(q["type"]) for q in qs if dataset(q) == bench).items())),
+            "vector": by_type(qs, singles["vector only"], bench, metric),
+            "lexical": by_type(qs, singles["lexical only"], bench, metric),
+            "before": by_type(qs, table["rrf k=60 wl=2 (before)"], bench, metric),
+            "fusion (held-out)": by_type(qs, held, bench, metric),
+        }
+    print(json.dumps({k: v for k, v in report.items()}, indent=1))
     if args.out:
-        args.out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

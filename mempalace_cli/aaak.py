@@ -21,6 +21,7 @@ from itertools import combinations
 from pathlib import PurePath
 from typing import Any
 
+from mempalace_cli import cjk
 from mempalace_cli.catalog import STOPWORDS
 from mempalace_cli.errors import InvalidInputError
 
@@ -208,6 +209,29 @@ FLAGS: dict[str, tuple[str, tuple[str, ...], int]] = {
     ),
 }
 
+# Chinese trigger words for the same emotions and flags (matched anywhere: Chinese has no
+# spaces, so a word boundary can't be asked for).
+CJK_EMOTIONS: dict[str, tuple[str, ...]] = {
+    "warm": ("高兴", "开心", "感谢", "谢谢", "喜欢"),
+    "proud": ("自豪", "骄傲", "庆祝", "恭喜"),
+    "anx": ("担心", "担忧", "风险", "害怕", "紧张", "不确定"),
+    "frust": ("沮丧", "烦", "生气", "卡住", "受不了"),
+    "relief": ("松了一口气", "终于"),
+    "sad": ("遗憾", "可惜", "失望", "难过", "抱歉"),
+    "curious": ("好奇", "想知道", "探索"),
+    "resolve": ("坚持", "一定要", "决心"),
+}
+CJK_FLAGS: dict[str, tuple[str, ...]] = {
+    "DECISION": ("决定", "决策", "选定", "拍板", "同意", "批准", "改用", "改为", "换成", "选型"),
+    "PREFERENCE": ("喜欢", "偏好", "更倾向", "习惯用", "不要用", "总是用", "宁愿"),
+    "MILESTONE": ("上线", "发布", "完成", "里程碑", "截止", "交付", "切换"),
+    "PERSON": ("负责", "组长", "经理", "导师", "实习生", "入职", "离职", "新来的", "汇报给"),
+    "INCIDENT": ("事故", "故障", "复盘", "宕机", "回滚", "根因", "中断"),
+    "TODO": ("待办", "跟进", "下一步", "行动项"),
+    "CODE": (),
+    "BOILERPLATE": ("版权所有", "自动生成", "请勿修改"),
+}
+
 # -- halls: the kind of memory, from the first matching flag -------------------------------------
 HALLS: dict[str, str] = {
     "DECISION": "decisions",
@@ -238,7 +262,7 @@ _GENERIC_WORDS = (
 _EXTRA_STOPWORDS = frozenset(_GENERIC_WORDS.split())
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*")
 _BLOCK_START = re.compile(r"^(?:#|[-*+]\s|\d+[.)]\s|\|)")
 _MARKDOWN = re.compile(r"[*`#>]+|^\s*(?:[-+]|\d+\.)\s+")
 
@@ -270,7 +294,13 @@ def _ascii_letters(word: str) -> str:
 def entity_code(name: str, taken: frozenset[str] | set[str] = frozenset()) -> str:
     """The code of a name: its first letter, then its consonants in order, then its remaining
     letters, in ASCII upper case, cut to ENTITY_CODE_LEN (padded with X). If that code is taken,
-    the next pick of later letters in order is used; if all are taken, a digit ends the code."""
+    the next pick of later letters in order is used; if all are taken, a digit ends the code.
+    A CJK name (already short) is its own code."""
+    if cjk.has_cjk(name):
+        own = name.replace(" ", "")[:ENTITY_CODE_LEN]
+        for code in (own, *(own[: ENTITY_CODE_LEN - 1] + str(d) for d in range(2, 10))):
+            if code not in taken:
+                return code
     letters = _ascii_letters(name.split()[0] if name.split() else name) or "X"
     first, rest = letters[0], letters[1:]
     consonants = [c for c in rest if c not in VOWELS]
@@ -336,6 +366,11 @@ def find_entities(text: str) -> list[str]:
             if name in mid_sentence:
                 mid_sentence.add(full)
     kept = [n for n in counts if n in mid_sentence or counts[n] >= 2]
+    # Chinese names have no capitals: found by surname and context (cjk.chinese_names).
+    for name in cjk.chinese_names(text):
+        counts[name] = text.count(name)
+        first_pos.setdefault(name, len(first_pos))
+        kept.append(name)
     return sorted(kept, key=lambda n: (-counts[n], first_pos[n]))
 
 
@@ -357,10 +392,15 @@ def _add_name(
 def find_topics(text: str, exclude: frozenset[str] | set[str] = frozenset()) -> list[str]:
     counts: Counter[str] = Counter()
     order: dict[str, int] = {}
+    for gram, n in cjk.topic_bigrams(text):  # Chinese: repeated bigrams, not whole clauses
+        if gram not in exclude and not any(gram in e for e in exclude):
+            counts[gram] = n
+            order.setdefault(gram, text.find(gram))
     for raw in _TOKEN.findall(text.lower()):
         word = raw.strip("_")
         if (
-            len(word) < MIN_TOPIC_LEN
+            cjk.has_cjk(word)
+            or len(word) < MIN_TOPIC_LEN
             or word.isdigit()
             or word in STOPWORDS
             or word in _EXTRA_STOPWORDS
@@ -372,15 +412,24 @@ def find_topics(text: str, exclude: frozenset[str] | set[str] = frozenset()) -> 
     return sorted(counts, key=lambda w: (-counts[w], order[w]))[:MAX_TOPICS]
 
 
-def _trigger_pattern(triggers: tuple[str, ...]) -> re.Pattern[str] | None:
+def _trigger_pattern(
+    triggers: tuple[str, ...], cjk: tuple[str, ...] = ()
+) -> re.Pattern[str] | None:
     # One alternation per table entry: a drawer is scanned once per flag, not once per word.
-    if not triggers:
+    # English triggers start at a word boundary; Chinese ones match anywhere.
+    alternatives = [r"(?<!\w)" + re.escape(t) for t in triggers] + [re.escape(t) for t in cjk]
+    if not alternatives:
         return None
-    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(t) for t in triggers) + ")")
+    return re.compile("|".join(alternatives))
 
 
-_EMOTION_RE = {code: _trigger_pattern(words) for code, (_m, words) in EMOTIONS.items()}
-_FLAG_RE = {name: _trigger_pattern(trig) for name, (_m, trig, _w) in FLAGS.items()}
+_EMOTION_RE = {
+    code: _trigger_pattern(words, CJK_EMOTIONS.get(code, ()))
+    for code, (_m, words) in EMOTIONS.items()
+}
+_FLAG_RE = {
+    name: _trigger_pattern(trig, CJK_FLAGS.get(name, ())) for name, (_m, trig, _w) in FLAGS.items()
+}
 
 
 def _hits(lower: str, pattern: re.Pattern[str] | None) -> int:
@@ -455,14 +504,14 @@ def key_sentence(text: str, topics: list[str], entities: list[str]) -> str:
     best, best_score = "", -1.0
     for part in sentences(text):
         sentence = _clean_sentence(part)
-        if len(sentence.split()) < 4:
+        if cjk.word_count(sentence) < 4:
             continue
         lower = sentence.lower()
         tokens = _TOKEN.findall(lower)
         if sum(1 for t in tokens if t.isalpha()) * 2 < len(tokens):
             continue  # table rows, numbers, paths: not a sentence
         words = set(tokens)
-        score = 2.0 * sum(1 for t in topics if t in words)
+        score = 2.0 * sum(1 for t in topics if t in words or (cjk.has_cjk(t) and t in lower))
         score += 0.5 * min(2, sum(1 for e in entities if e.lower() in lower))
         score += 3.0 * sum(
             1 for name, pattern in _FLAG_RE.items() if FLAGS[name][2] > 0 and _hits(lower, pattern)
@@ -472,7 +521,9 @@ def key_sentence(text: str, topics: list[str], entities: list[str]) -> str:
     if not best:
         best = _clean_sentence(text)
     if len(best) > KEY_MAX_CHARS:
-        cut = best[: KEY_MAX_CHARS - 1].rsplit(" ", 1)[0]
+        cut = best[: KEY_MAX_CHARS - 1]
+        if not cjk.has_cjk(cut[-20:]):  # Chinese can be cut anywhere; English at a space
+            cut = cut.rsplit(" ", 1)[0]
         best = cut.rstrip(" ,;:") + "…"
     return best
 
@@ -508,7 +559,9 @@ def analyze(text: str, meta: Mapping[str, Any] | None = None) -> AAAKRecord:
     entities: dict[str, str] = {}
     for name in names:
         entities[entity_code(name, set(entities))] = name
-    name_words = {w.lower() for n in names for w in n.split()}
+    name_words = {w.lower() for n in names for w in n.split()} | {
+        n for n in names if cjk.has_cjk(n)
+    }
     topics = find_topics(text, name_words)
     flags = find_flags(text, str(meta.get("source_file") or ""))
     return AAAKRecord(

@@ -17,6 +17,8 @@ or machine writing to the store, or a crash between the two writes).
 from __future__ import annotations
 
 import json
+import logging
+import math
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -25,11 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mempalace_cli.cjk import CJK_RUN, bigrams, index_text, is_question_gram
 from mempalace_cli.filters import DrawerFilter
 from mempalace_cli.sqlite_db import open_palace_db
 
+# One-time notices (an index upgrade) go to stderr through logging: the core prints nothing.
+notices = logging.getLogger("mempalace.notice")
+
 CATALOG_FILE = "mempalace_index.sqlite3"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Meta key: "1" when every drawer row carries its embedding (float32 BLOB), so the vector side
 # of search can run on the catalogue alone; "0" after the upgrade of a catalogue made before
 # vectors were mirrored, until the next sync backfills them from Chroma.
@@ -52,15 +58,6 @@ CREATE TABLE IF NOT EXISTS drawers (
 CREATE INDEX IF NOT EXISTS drawers_wing_room ON drawers (wing, room);
 CREATE INDEX IF NOT EXISTS drawers_room ON drawers (room);
 CREATE INDEX IF NOT EXISTS drawers_source ON drawers (source_file);
-CREATE VIRTUAL TABLE IF NOT EXISTS drawer_fts USING fts5(
-    text, content='drawers', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS drawers_ai AFTER INSERT ON drawers BEGIN
-    INSERT INTO drawer_fts(rowid, text) VALUES (new.rowid, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS drawers_ad AFTER DELETE ON drawers BEGIN
-    INSERT INTO drawer_fts(drawer_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
-END;
 CREATE TABLE IF NOT EXISTS files (
     source_file TEXT PRIMARY KEY,
     source_root TEXT NOT NULL,
@@ -74,6 +71,29 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE INDEX IF NOT EXISTS files_root ON files (source_root);
 """
+
+# The keyword index reads each drawer's text through INDEX_TEXT_FN (CJK runs as bigrams,
+# mempalace_cli/cjk.py): a Python function registered on every connection this module opens,
+# called by the triggers that feed the index, so the index can never see unsplit text.
+INDEX_TEXT_FN = "mp_index_text"
+# Meta key naming how the keyword index splits text; a catalogue indexed another way (or made
+# before CJK splitting) is re-indexed once when opened.
+FTS_META = "fts_tokens"
+FTS_TOKENS = "porter-unicode61+cjk-bigrams-1"
+_FTS_STATEMENTS = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS drawer_fts USING fts5(text, content='drawers', "
+    "content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER IF NOT EXISTS drawers_ai AFTER INSERT ON drawers BEGIN "
+    f"INSERT INTO drawer_fts(rowid, text) VALUES (new.rowid, {INDEX_TEXT_FN}(new.text)); END",
+    "CREATE TRIGGER IF NOT EXISTS drawers_ad AFTER DELETE ON drawers BEGIN "
+    "INSERT INTO drawer_fts(drawer_fts, rowid, text) "
+    f"VALUES ('delete', old.rowid, {INDEX_TEXT_FN}(old.text)); END",
+    # An edited drawer (update_drawer) is re-indexed, never left with its old words.
+    "CREATE TRIGGER IF NOT EXISTS drawers_au AFTER UPDATE OF text ON drawers BEGIN "
+    "INSERT INTO drawer_fts(drawer_fts, rowid, text) "
+    f"VALUES ('delete', old.rowid, {INDEX_TEXT_FN}(old.text)); "
+    f"INSERT INTO drawer_fts(rowid, text) VALUES (new.rowid, {INDEX_TEXT_FN}(new.text)); END",
+)
 
 # Words too common to be worth a lexical match; the vector side still reads them.
 STOPWORDS = frozenset(
@@ -89,14 +109,43 @@ STOPWORDS = frozenset(
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+def fts_terms(text: str) -> list[str]:
+    """The FTS5 terms of free text, each quoted: stopwords dropped; a CJK run becomes its
+    bigrams, as the index stores it; a lone CJK character matches as a prefix (any bigram
+    starting with it), only when nothing else is left."""
+    words: list[str] = []
+    cjk: list[str] = []
+    noise: list[str] = []
+    singles: list[str] = []
+    for word in _WORD.findall(text):
+        pos = 0
+        for m in CJK_RUN.finditer(word):
+            if m.start() > pos:
+                words.append(word[pos : m.start()].lower())
+            for gram in bigrams(m.group()):
+                if len(gram) == 1:
+                    singles.append(gram)
+                else:
+                    (noise if is_question_gram(gram) else cjk).append(gram)
+            pos = m.end()
+        if pos < len(word):
+            words.append(word[pos:].lower())
+    terms = [_quote(w) for w in words if w not in STOPWORDS]
+    terms += [_quote(g) for g in cjk]
+    if not terms:  # only stopwords, question words or lone CJK characters: use them after all
+        terms = [_quote(w) for w in words] + [_quote(g) for g in noise]
+        terms += [_quote(c) + " *" for c in singles]
+    return list(dict.fromkeys(terms))
+
+
 def fts_query(text: str) -> str | None:
-    """Turn free text into a safe FTS5 query: quoted terms joined by OR, stopwords dropped."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    terms = [w for w in words if w not in STOPWORDS] or words
-    unique = list(dict.fromkeys(terms))
-    if not unique:
-        return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+    """Turn free text into a safe FTS5 query: its terms (`fts_terms`) joined by OR."""
+    terms = fts_terms(text)
+    return " OR ".join(terms) if terms else None
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True)
@@ -335,9 +384,25 @@ class Catalog:
         )
         return [(drawer_id, -rank) for drawer_id, rank in rows]
 
+    def query_weight(self, query: str) -> float:
+        """The sum of the query terms' BM25 idf (FTS5's formula) over the whole index: what a
+        drawer matching every term once would roughly score. A BM25 score divided by it says
+        how much of the query a drawer matched, comparable across queries and palaces."""
+        terms = fts_terms(query)
+        if not terms:
+            return 0.0
+        total = self.conn.execute("SELECT COUNT(*) FROM drawers").fetchone()[0]
+        weight = 0.0
+        for term in terms:
+            n = self.conn.execute(
+                "SELECT COUNT(*) FROM drawer_fts WHERE drawer_fts MATCH ?", (term,)
+            ).fetchone()[0]
+            weight += max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) if n else 0.0
+        return weight
+
     def clear(self, conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM drawers")
-        conn.execute("INSERT INTO drawer_fts(drawer_fts) VALUES ('rebuild')")
+        conn.execute("INSERT INTO drawer_fts(drawer_fts) VALUES ('delete-all')")
 
     # -- files ------------------------------------------------------------------------------
     def get_file(self, source_file: str) -> FileRecord | None:
@@ -391,7 +456,9 @@ class Catalog:
 
 
 def _setup(conn: sqlite3.Connection) -> None:
+    conn.create_function(INDEX_TEXT_FN, 1, _index_text, deterministic=True)
     _migrate(conn)
+    _ensure_keyword_index(conn)
     conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (VECTORS_META,))
     conn.execute(
         "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
@@ -415,6 +482,56 @@ def _migrate(conn: sqlite3.Connection) -> None:
             "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
             (VECTORS_META, "0" if has_rows else "1"),
         )
+
+
+def _index_text(text: Any) -> Any:
+    return index_text(text) if isinstance(text, str) else text
+
+
+def _ensure_keyword_index(conn: sqlite3.Connection) -> None:
+    """Create the keyword index, or re-index a catalogue whose index splits text another way
+    (made before CJK bigrams): once, under a write lock, with a notice on stderr."""
+    if _fts_tokens(conn) == FTS_TOKENS:
+        for statement in _FTS_STATEMENTS:  # no-ops unless part of it was dropped
+            conn.execute(statement)
+        return
+    conn.commit()
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:  # a read-only palace keeps its old index
+        if "readonly" in str(exc).lower():
+            return
+        raise
+    try:
+        if _fts_tokens(conn) == FTS_TOKENS:  # another process re-indexed it meanwhile
+            conn.commit()
+            return
+        for trigger in ("drawers_ai", "drawers_ad", "drawers_au"):
+            conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        conn.execute("DROP TABLE IF EXISTS drawer_fts")
+        for statement in _FTS_STATEMENTS:
+            conn.execute(statement)
+        count = conn.execute(
+            f"INSERT INTO drawer_fts(rowid, text) SELECT rowid, {INDEX_TEXT_FN}(text) FROM drawers"
+        ).rowcount
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (FTS_META, FTS_TOKENS)
+        )
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    if count > 0:
+        notices.warning(
+            "Re-indexed %d drawers' keywords so that Chinese, Japanese and Korean words can be "
+            "found (a one-time upgrade of this palace's index; nothing to do).",
+            count,
+        )
+
+
+def _fts_tokens(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (FTS_META,)).fetchone()
+    return row[0] if row else None
 
 
 def _blobs(embeddings: Any, n: int) -> list[bytes]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from mempalace_cli import aaak
 from mempalace_cli.catalog import DrawerRow
+from mempalace_cli.cjk import CJK_CLASS
 from mempalace_cli.errors import ConfigError
 from mempalace_cli.protocol import PROTOCOL
 
@@ -69,11 +70,17 @@ def read_identity(path: Path) -> str | None:
 
 
 # -- budget fitting ---------------------------------------------------------------------------
+# Pieces a text may be cut between: runs of spaces, single CJK characters, other words.
+_PIECE = re.compile(rf"\s+|[{CJK_CLASS}]|[^\s{CJK_CLASS}]+")
+
+
 def fit_text(text: str, count: Counter, limit: int) -> str:
-    """`text` cut at a word boundary (with a trailing …) so it counts at most `limit` tokens."""
+    """`text` cut at a word boundary (with a trailing …) so it counts at most `limit` tokens.
+    Chinese, Japanese and Korean text has no spaces: it may be cut between any two of its
+    characters."""
     if count(text) <= limit:
         return text
-    pieces = re.split(r"(\s+)", text)
+    pieces = [p for p in _PIECE.findall(text) if p]
     lo, hi = 0, len(pieces)  # the longest prefix that fits, by binary search
     while lo < hi:
         mid = (lo + hi + 1) // 2

@@ -123,11 +123,13 @@ class _NoteHandler(logging.Handler):
 
 
 def show_core_notes() -> None:
-    """Route the consistency module's warnings to stderr (stdout stays one JSON document)."""
-    logger = logging.getLogger("mempalace.consistency")
-    if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
-        logger.addHandler(_NoteHandler())
-        logger.propagate = False
+    """Route the core's notes to stderr (stdout stays one JSON document): the consistency
+    module's repairs and one-time notices such as a keyword index upgrade."""
+    for name in ("mempalace.consistency", "mempalace.notice"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
+            logger.addHandler(_NoteHandler())
+            logger.propagate = False
 
 
 def print_json(data: Any) -> None:

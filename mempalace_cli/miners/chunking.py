@@ -8,10 +8,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mempalace_cli.cjk import CJK_CHAR, has_cjk
+
 CHUNK_CHARS = 800
 OVERLAP_CHARS = 100
-# Everything up to and including the last whitespace character (greedy, then one backtrack).
-_UP_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)
+# Everything up to and including the last whitespace character or CJK sentence/clause mark
+# (greedy, then one backtrack): where an over-long line may be cut.
+_UP_TO_LAST_SPACE = re.compile(r".*[\s。！？；，、]", re.DOTALL)
+# Sizes are in English-equivalent characters: a CJK character costs about one model token,
+# as much as four characters of English, so it counts 4 (English-only text is unaffected).
+CJK_CHAR_WEIGHT = 4
+
+
+def text_size(text: str) -> int:
+    if not has_cjk(text):
+        return len(text)
+    return len(text) + (CJK_CHAR_WEIGHT - 1) * len(CJK_CHAR.findall(text))
 
 
 @dataclass(frozen=True)
@@ -23,9 +35,10 @@ class Chunk:
 
 
 def _split_long_line(line: str, limit: int) -> list[str]:
-    """Split one over-long line (minified code, a pasted blob) at whitespace, never mid-word
-    unless a single word is longer than the limit. Linear: each cut looks at one window of
-    `limit` characters, and the line is never copied except into its pieces."""
+    """Split one over-long line (minified code, a pasted blob, a Chinese paragraph) at
+    whitespace or CJK punctuation, never mid-word unless a single word is longer than the
+    limit (in characters of this line). Linear: each cut looks at one window of `limit`
+    characters, and the line is never copied except into its pieces."""
     pieces: list[str] = []
     pos, end = 0, len(line)
     while end - pos > limit:
@@ -50,14 +63,17 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS)
     # (piece, line number); long lines become several pieces on the same line number.
     units: list[tuple[str, int]] = []
     for lineno, line in enumerate(text.splitlines(keepends=True), start=1):
-        if len(line) > size:
-            units.extend((p, lineno) for p in _split_long_line(line, size))
+        line_size = text_size(line)
+        if line_size > size:
+            # The cut in characters that makes each piece about `size` in size.
+            limit = max(1, size * len(line) // line_size)
+            units.extend((p, lineno) for p in _split_long_line(line, limit))
         else:
             units.append((line, lineno))
-    # prefix[i] = characters in units[:i]
+    # prefix[i] = size of units[:i] (text_size: CJK characters weigh more)
     prefix = [0]
     for piece, _ in units:
-        prefix.append(prefix[-1] + len(piece))
+        prefix.append(prefix[-1] + text_size(piece))
 
     chunks: list[Chunk] = []
     start = 0

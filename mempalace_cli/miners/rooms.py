@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mempalace_cli.catalog import STOPWORDS
+from mempalace_cli.cjk import CJK_RUN, has_cjk
 from mempalace_cli.miners.files import is_skipped_dir
 
 GENERAL = "general"
@@ -30,7 +31,16 @@ class Room:
 
 
 def _name_words(name: str) -> list[str]:
-    return [w for w in _WORD.findall(name.lower()) if len(w) > 2 and w not in STOPWORDS]
+    """Keywords in a file or folder name: Latin words of 3+ letters, and every CJK run of 2+
+    characters ("会议纪要"), which has no spaces to split on."""
+    latin = [w for w in _WORD.findall(name.lower()) if len(w) > 2 and w not in STOPWORDS]
+    return latin + [r for r in CJK_RUN.findall(name) if len(r) >= 2]
+
+
+def _is_term(term: str) -> bool:
+    """Long enough to count as a keyword hit: 3+ Latin letters, or 2+ CJK characters (most
+    Chinese words are two characters)."""
+    return len(term) > 2 or (len(term) == 2 and has_cjk(term))
 
 
 ROOM_SAMPLE = 2000  # names read per top-level folder to find its keywords
@@ -100,13 +110,16 @@ def route_file(rel: str, text_head: str, rooms: Sequence[Room]) -> str:
             return normalize_name(part)
     stem = normalize_name(Path(rel).stem)
     for room in rooms:
-        if room.name == stem or (len(room.name) > 3 and room.name in stem):
+        if room.name == stem or (
+            (len(room.name) > 3 or (len(room.name) > 1 and has_cjk(room.name)))
+            and room.name in stem
+        ):
             return room.name
     head = text_head.lower()
     best, best_hits = GENERAL, 0
     for room in rooms:
         terms = [room.name.replace("_", " "), *room.keywords]
-        hits = sum(head.count(t.lower()) for t in terms if len(t) > 2)
+        hits = sum(head.count(t.lower()) for t in terms if _is_term(t))
         if hits > best_hits:
             best, best_hits = room.name, hits
     return best if best_hits >= 2 else GENERAL

@@ -6,6 +6,7 @@ import hashlib
 import threading
 from typing import Any
 
+from mempalace_cli import fusion
 from mempalace_cli.catalog import DrawerRow
 from mempalace_cli.drawer_ids import candidate_ids, filed_under
 from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
@@ -24,13 +25,7 @@ MAX_DRAWER_CHARS = 100_000
 MAX_QUERY_CHARS = 10_000
 MAX_DISTANCE = 2.0  # cosine distance: 0 identical, 1 unrelated, 2 opposite
 DUPLICATE_THRESHOLD = 0.9
-# Weighted reciprocal rank fusion: each side contributes weight / (RRF_K + rank). Chosen on the
-# dev splits (benchmarks/README.md, tune_fusion.py): BM25 is the stronger single ranker there
-# (it reads a whole drawer; MiniLM stops at 256 tokens), so its ranks count double.
-FUSION_METHOD = "rrf"
-RRF_K = 60
-VECTOR_WEIGHT = 1.0
-LEXICAL_WEIGHT = 2.0
+# How deep each side ranks before fusion (mempalace_cli/fusion.py decides the order).
 CANDIDATES = 50
 SEARCH_MODES = ("hybrid", "vector", "lexical")
 
@@ -107,7 +102,8 @@ class DrawerOps(PalaceCore):
         source_file: str | None = None,
         max_distance: float | None = None,
     ) -> dict[str, Any]:
-        """Rank drawers for `query`. `hybrid` fuses BM25 and vector ranks (weighted RRF);
+        """Rank drawers for `query`. `hybrid` fuses BM25 and vector scores by each side's
+        confidence (mempalace_cli/fusion.py);
         `similarity` is always the cosine similarity of the query and the drawer, whatever the
         ranking.
 
@@ -208,7 +204,7 @@ class DrawerOps(PalaceCore):
             catalog_distances=all_distances if from_catalog or filt.beyond_place else None,
             filt=filt if filt.beyond_place else None,
         )
-        scores = fused_scores([h[0] for h in vector_hits], [i for i, _ in lexical_hits])
+        scores = self.fuse_candidates(query, vector_hits, lexical_hits)
         ranked = sorted(scores, key=lambda i: (-scores[i], i))
         top = ranked[:limit] if max_distance is None else ranked
 
@@ -292,6 +288,27 @@ class DrawerOps(PalaceCore):
         places = self.known_places()
         rooms = {r for v in places.values() for r in v}
         return name_to_read(wing, places), name_to_read(room, rooms)
+
+    def fuse_candidates(
+        self,
+        query: str,
+        vector_hits: list[tuple[str, float, str, dict[str, Any]]],
+        lexical_hits: list[tuple[str, float]],
+        params: fusion.FusionParams = fusion.DEFAULT,
+    ) -> dict[str, float]:
+        """Each candidate's rank score (higher first) from both sides, each side weighed by its
+        confidence and by whether a candidate is written in the query's script (fusion.py)."""
+        ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
+        texts = {i: r.text for i, r in self.catalog.get(ids).items()}
+        texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts})
+        return fusion.fuse_scores(
+            [(h[0], 1.0 - h[1]) for h in vector_hits],
+            lexical_hits,
+            fusion.script_of(query),
+            {i: fusion.script_of(t) for i, t in texts.items()},
+            params,
+            self.catalog.query_weight(query) if lexical_hits else 0.0,
+        )
 
     def _embed_query(self, query: str) -> Any:
         return self.embedder.embed_query(query)
@@ -566,31 +583,6 @@ class _InBackground:
         if self._error is not None:
             raise self._error
         return self._value
-
-
-def fusion_params() -> dict[str, Any]:
-    return {
-        "rrf_k": RRF_K,
-        "vector_weight": VECTOR_WEIGHT,
-        "lexical_weight": LEXICAL_WEIGHT,
-        "candidates": CANDIDATES,
-    }
-
-
-def fused_scores(vector_ids: list[str], lexical_ids: list[str]) -> dict[str, float]:
-    """Weighted reciprocal rank fusion of the two rankings: each drawer's rank score."""
-    fused: dict[str, float] = {}
-    for ranking, weight in ((vector_ids, VECTOR_WEIGHT), (lexical_ids, LEXICAL_WEIGHT)):
-        for rank, drawer_id in enumerate(ranking):
-            fused[drawer_id] = fused.get(drawer_id, 0.0) + weight / (RRF_K + rank + 1)
-    return fused
-
-
-def fuse(vector_ids: list[str], lexical_ids: list[str]) -> list[str]:
-    """The fused ranking (best first); either side may be empty. Ties break on the id, so
-    the order is deterministic."""
-    fused = fused_scores(vector_ids, lexical_ids)
-    return sorted(fused, key=lambda i: (-fused[i], i))
 
 
 def _check_content(content: str) -> None:

@@ -1,0 +1,165 @@
+"""Fusing the two sides of a hybrid search by how sure each side is.
+
+Rank fusion (RRF) gives the first place of each side the same pull whether that side is sure
+or guessing: a doubled keyword weight then overrides a clear semantic match on a paraphrased
+question, and a note in the wrong language that shares one product name with the question
+outranks the right note. Here each side's scores are instead read as a distribution over its
+candidates:
+
+- each score becomes a z-score against that side's own candidates, so a top hit far above the
+  rest (a confident side) pulls hard, and a flat list (a guessing side) barely moves anything;
+- a keyword match on a drawer written in another script than the query (an English question
+  against a Chinese note) can only come from a shared Latin name, so it counts for less
+  (`cross_script_lexical`), and a vector match across scripts, which multilingual models score
+  lower than the same meaning in the same language, can get a lift (`cross_script_vector`);
+- a drawer both sides found gets the sum of both pulls (agreement); one side's silence costs a
+  drawer that side's floor, not a penalty beyond it.
+
+The weights were chosen by K-fold cross-validation on the dev splits (LongMemEval, LoCoMo, the
+bilingual dev set) in benchmarks/tune_fusion.py; the numbers are in benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from mempalace_cli.cjk import cjk_share, has_cjk
+
+LATIN, CJK = "latin", "cjk"
+# A text counts as CJK when at least this share of its letters are CJK characters.
+CJK_SCRIPT_SHARE = 0.3
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """One fusion: 'zscore' (confidence-aware, the default) or 'rrf' (ranks only, kept for
+    comparison)."""
+
+    method: str = "zscore"
+    vector_weight: float = 1.0
+    lexical_weight: float = 3.0
+    # Multiplies the keyword pull on a drawer whose script differs from the query's.
+    cross_script_lexical: float = 0.25
+    # Added to the vector z-score of a drawer whose script differs from the query's.
+    cross_script_vector: float = 0.0
+    # Highest z-score one side can contribute: one runaway keyword score can't bury the rest.
+    z_cap: float = 4.0
+    # Highest keyword evidence (BM25 / query weight): tf saturation lets it pass 1 a little.
+    coverage_cap: float = 1.5
+    rrf_k: float = 60.0
+    depth: int = 50
+    # When the query and every candidate share one script (an English palace), fuse by
+    # weighted RRF instead: 5-fold CV on LongMemEval + LoCoMo dev chose RRF k=60, keywords x2
+    # in every fold (LoCoMo R@10 0.933 against 0.76 for the z-score fusion with MiniLM).
+    one_script_rrf: bool = True
+    rrf_lexical_weight: float = 2.0
+
+    def with_(self, **changes: float | int | str) -> FusionParams:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+DEFAULT = FusionParams()
+
+
+def script_of(text: str) -> str:
+    """LATIN or CJK, judged on the start of `text` (enough to tell a note's language)."""
+    head = text[:400]
+    if not has_cjk(head):
+        return LATIN
+    return CJK if cjk_share(head) >= CJK_SCRIPT_SHARE else LATIN
+
+
+def fuse(
+    vector: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    query_script: str = LATIN,
+    scripts: Mapping[str, str] | None = None,
+    params: FusionParams = DEFAULT,
+    query_weight: float = 0.0,
+) -> list[str]:
+    """Drawer ids, best first (see `fuse_scores`). Ties break on the id, so the order is
+    deterministic."""
+    score = fuse_scores(vector, lexical, query_script, scripts, params, query_weight)
+    return sorted(score, key=lambda i: (-score[i], i))
+
+
+def fuse_scores(
+    vector: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    query_script: str = LATIN,
+    scripts: Mapping[str, str] | None = None,
+    params: FusionParams = DEFAULT,
+    query_weight: float = 0.0,
+) -> dict[str, float]:
+    """Each candidate's rank score (higher ranks first). `vector` holds (id, cosine
+    similarity) and `lexical` (id, BM25 score, higher is better), each best first; either may be empty. `scripts` maps a
+    candidate's id to its script (LATIN or CJK); a missing id counts as the query's script.
+    `query_weight` is what a drawer matching every query term scores (Catalog.query_weight);
+    without it the keyword scores are read relative to each other only."""
+    vector, lexical = vector[: params.depth], lexical[: params.depth]
+    scripts = scripts or {}
+    one_script = all(scripts.get(d, query_script) == query_script for d, _ in (*vector, *lexical))
+    if params.method == "rrf":
+        score = _rrf(vector, lexical, params)
+    elif params.one_script_rrf and one_script:
+        score = _rrf(vector, lexical, params.with_(lexical_weight=params.rrf_lexical_weight))
+    else:
+        score = _confidence(vector, lexical, query_script, scripts, params, query_weight)
+    return score
+
+
+def _rrf(
+    vector: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    params: FusionParams,
+) -> dict[str, float]:
+    score: dict[str, float] = {}
+    for ranking, weight in ((vector, params.vector_weight), (lexical, params.lexical_weight)):
+        for rank, (drawer_id, _) in enumerate(ranking):
+            score[drawer_id] = score.get(drawer_id, 0.0) + weight / (params.rrf_k + rank + 1)
+    return score
+
+
+def _confidence(
+    vector: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    query_script: str,
+    scripts: Mapping[str, str],
+    params: FusionParams,
+    query_weight: float,
+) -> dict[str, float]:
+    """Vector side: z-scores against its own candidates (a top far above the rest pulls
+    hard, a flat list barely moves anything). Keyword side: the share of the query a drawer
+    matched (BM25 / query_weight), an absolute measure, so a weak match on one common word
+    stays weak even when it is the only match."""
+    z_vec, vec_floor = _standardise([s for _, s in vector], params.z_cap)
+    vec = {d: z for (d, _), z in zip(vector, z_vec, strict=True)}
+    if query_weight > 0:
+        lex = {d: min(s / query_weight, params.coverage_cap) for d, s in lexical}
+    else:
+        z_lex, _ = _standardise([s for _, s in lexical], params.z_cap)
+        lex = {d: max(0.0, z) / params.z_cap for (d, _), z in zip(lexical, z_lex, strict=True)}
+    score: dict[str, float] = {}
+    for drawer_id in {*vec, *lex}:
+        v = vec.get(drawer_id, vec_floor) if vector else 0.0
+        lx = lex.get(drawer_id, 0.0)
+        if scripts.get(drawer_id, query_script) != query_script:
+            v += params.cross_script_vector
+            lx *= params.cross_script_lexical
+        score[drawer_id] = params.vector_weight * v + params.lexical_weight * lx
+    return score
+
+
+def _standardise(scores: list[float], cap: float) -> tuple[list[float], float]:
+    """z-scores of `scores` against their own distribution, capped at +-cap; and the floor
+    (the z of the lowest score), which a drawer this side did not return gets."""
+    if not scores:
+        return [], 0.0
+    mean = sum(scores) / len(scores)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in scores) / len(scores))
+    if sd < 1e-9:  # every candidate scored the same: this side can't tell them apart
+        return [0.0] * len(scores), 0.0
+    zs = [max(-cap, min(cap, (x - mean) / sd)) for x in scores]
+    return zs, min(zs)

@@ -1,0 +1,74 @@
+"""The confidence-aware fusion (mempalace_cli/fusion.py) on hand-made score lists: what each
+rule is for, shown on the case it was made for. The end-to-end effect is measured in
+benchmarks/tune_fusion.py and exercised through real searches in test_hybrid.py and
+test_cjk_search.py."""
+
+from __future__ import annotations
+
+from mempalace_cli.fusion import CJK, LATIN, FusionParams, fuse, script_of
+
+DEFAULT = FusionParams(one_script_rrf=False)  # the confidence rules themselves
+
+# A flat vector side: 20 candidates between 0.30 and 0.40.
+FLAT = [(f"v{i}", 0.40 - i * 0.005) for i in range(20)]
+
+
+def test_a_confident_vector_match_beats_a_weak_keyword_match() -> None:
+    # The vector side is sure (0.80 against a crowd near 0.35); the keyword side matched one
+    # common word of a ten-term question (BM25 2 of a possible 20).
+    vector = [("answer", 0.80), *FLAT]
+    lexical = [("v7", 2.0)]
+    assert fuse(vector, lexical, params=DEFAULT, query_weight=20.0)[0] == "answer"
+
+
+def test_a_strong_keyword_match_lifts_a_drawer_the_vector_side_hesitates_on() -> None:
+    lexical = [("v12", 18.0), ("v3", 3.0)]
+    assert fuse(FLAT, lexical, params=DEFAULT, query_weight=20.0)[0] == "v12"
+
+
+def test_agreement_of_both_sides_wins() -> None:
+    vector = [("a", 0.62), ("b", 0.61), *FLAT]
+    lexical = [("b", 9.0), ("c", 9.5)]
+    assert fuse(vector, lexical, params=DEFAULT, query_weight=20.0)[0] == "b"
+
+
+def test_a_keyword_match_in_another_script_counts_less() -> None:
+    # A Chinese question naming "Kafka": its Chinese answer is the vector side's pick, and an
+    # English note matches only on the name.
+    vector = [("zh-answer", 0.55), ("en-kafka", 0.50), *FLAT]
+    lexical = [("en-kafka", 10.0)]
+    scripts = {"zh-answer": CJK, "en-kafka": LATIN}
+    undamped = DEFAULT.with_(cross_script_lexical=1.0)
+    assert fuse(vector, lexical, CJK, scripts, undamped, query_weight=12.0)[0] == "en-kafka"
+    damped = DEFAULT.with_(cross_script_lexical=0.0)
+    assert fuse(vector, lexical, CJK, scripts, damped, query_weight=12.0)[0] == "zh-answer"
+    # The same keyword match from an English question is same-script evidence: it counts.
+    assert fuse(vector, lexical, LATIN, scripts, damped, query_weight=12.0)[0] == "en-kafka"
+
+
+def test_one_side_empty_keeps_the_other_sides_order() -> None:
+    assert fuse(FLAT, [], params=DEFAULT) == [d for d, _ in FLAT]
+    lexical = [("x", 5.0), ("y", 4.0), ("z", 1.0)]
+    assert fuse([], lexical, params=DEFAULT, query_weight=10.0) == ["x", "y", "z"]
+    assert fuse([], []) == []
+
+
+def test_ties_break_on_the_id() -> None:
+    assert fuse([("b", 0.5), ("a", 0.5)], [], params=DEFAULT) == ["a", "b"]
+
+
+def test_rrf_is_still_available_for_comparison() -> None:
+    rrf = FusionParams(method="rrf", lexical_weight=2.0)
+    assert fuse([("a", 0.9), ("b", 0.8)], [("b", 1.0)], params=rrf)[0] == "b"
+
+
+def test_script_of() -> None:
+    assert script_of("订单服务的幂等校验用 Redis 的 SETNX 实现") == CJK
+    assert script_of("We moved the webhooks to Kafka (支付).") == LATIN
+    assert script_of("") == LATIN
+
+
+def test_one_script_candidates_fuse_by_rrf_by_default() -> None:
+    # English question, English palace: weighted RRF (keywords x2), as CV chose.
+    ranked = fuse([("a", 0.9), ("b", 0.8)], [("b", 1.0)], query_weight=10.0)
+    assert ranked[0] == "b"
