@@ -95,7 +95,8 @@ def fuse_scores(
 ) -> dict[str, float]:
     """Each candidate's rank score (higher ranks first). `vector` holds (id, cosine
     similarity) and `lexical` (id, BM25 score, higher is better), each best first; either
-    may be empty. `scripts` maps a candidate's id to its script (LATIN or CJK); a missing id counts as the query's script.
+    may be empty. `scripts` maps a candidate's id to its script (LATIN or CJK); a missing id
+    counts as the query's script.
     `query_weight` is what a drawer matching every query term scores (Catalog.query_weight);
     without it the keyword scores are read relative to each other only."""
     vector, lexical = vector[: params.depth], lexical[: params.depth]
