@@ -70,9 +70,10 @@ class KnowledgeOps(PalaceCore):
         source_file: str | None = None,
         subject_type: str | None = None,
         object_type: str | None = None,
+        source_closet: str | None = None,
     ) -> dict[str, Any]:
-        """Record `subject predicate object`, valid from `valid_from` until (not including)
-        `valid_to`. Restating a stored fact returns its id with created=False."""
+        """Record `subject predicate object`, valid from `valid_from` through `valid_to` (both
+        days included). Restating a stored fact returns its id with created=False."""
         with self.lock.hold():
             if (
                 not self.settings.chroma_url
@@ -93,6 +94,7 @@ class KnowledgeOps(PalaceCore):
                 source_file,
                 subject_type,
                 object_type,
+                source_closet,
             )
         return {
             "triple_id": fact.id,
@@ -103,12 +105,36 @@ class KnowledgeOps(PalaceCore):
             "valid_from": fact.valid_from,
             "valid_to": fact.valid_to,
             "confidence": fact.confidence,
+            "source": fact.to_dict()["source"],
+            "source_closet": fact.source_closet,
+        }
+
+    def kg_supersede(
+        self,
+        subject: str,
+        predicate: str,
+        old_object: str,
+        new_object: str,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """`subject predicate old_object` stops and `subject predicate new_object` starts on
+        `at` (default today), in one transaction. On `at` itself both hold (as_of is
+        inclusive); afterwards only the new one is current."""
+        kg = self._kg_for_reading()
+        with self.lock.hold():
+            ended, started, when = kg.supersede(subject, predicate, old_object, new_object, at)
+        now = now_stamp()
+        return {
+            "at": when,
+            "ended": [f.to_dict(now=now) for f in ended],
+            "started": started.to_dict(now=now),
         }
 
     def kg_invalidate(
         self, subject: str, predicate: str, obj: str, ended: str | None = None
     ) -> dict[str, Any]:
-        """Mark a fact as no longer true from `ended` (default today). Never deletes."""
+        """End a fact: `ended` (default today) is its last day, still answered by as_of. Never
+        deletes."""
         kg = self._kg_for_reading()
         with self.lock.hold():
             facts, end = kg.invalidate(subject, predicate, obj, ended)
@@ -144,16 +170,20 @@ class KnowledgeOps(PalaceCore):
             result["suggestions"] = [folded[c] for c in close]
         return result
 
-    def kg_timeline(self, entity: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Facts in chronological order (all of them, or those about `entity`)."""
+    def kg_timeline(
+        self, entity: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> dict[str, Any]:
+        """Facts in chronological order (all of them, or those about `entity`), paged with
+        `limit` and `offset`."""
         kg = self._kg_for_reading()
         entity = entity if entity and entity.strip() else None
-        facts = kg.timeline(entity, limit)
+        facts = kg.timeline(entity, limit, offset)
         eid, now = (entity_id(entity) if entity else None), now_stamp()
         return {
             "entity": kg.display_name(entity) if entity else None,
             "facts": [f.to_dict(eid, now) for f in facts],
             "count": len(facts),
+            "offset": offset,
         }
 
     def kg_stats(self) -> dict[str, Any]:

@@ -89,6 +89,11 @@ class WakeUpOps(PalaceCore):
                     "Run `mempalace status` once, then wake up again."
                 )
             return None, f"No palace at {self.path} yet. {INIT_HINT}"
+        if wing is not None:  # the one name rule: as filed, or as it normalises
+            from mempalace_cli.service.names import name_to_read
+
+            known = {w for w, _r, _n in self.catalog.counts_by_wing_room()}
+            wing = name_to_read(wing, known)
         entries = layers.rank_drawers(self.catalog.iter_drawers(wing=wing))
         if entries:
             return entries, None
