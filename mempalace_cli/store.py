@@ -44,6 +44,15 @@ def where_filter(wing: str | None, room: str | None) -> dict[str, Any] | None:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def collection_metadata(model: str, dimension: int, **extra: Any) -> dict[str, Any]:
+    """What every drawer collection we create carries: the model its vectors come from (so a
+    palace on a Chroma server names its model to every machine) and cosine space."""
+    meta: dict[str, Any] = {"hnsw:space": "cosine", "embedding_model": model}
+    if dimension:
+        meta["embedding_dimension"] = dimension
+    return meta | extra
+
+
 def _release_client(client: Any) -> None:
     """Let go of an embedded client so that the next one opens the folder afresh.
 
@@ -90,6 +99,9 @@ class DrawerStore:
         self._collection: Any = None
         self._ledger: Any = None
         self.expected_generation: int | None = None  # see mark_fresh
+        # The palace's (collection name, model name, dimension); MiniLM's collection without it.
+        self.binder: Callable[[], tuple[str, str, int]] | None = None
+        self.collection_name, self.model_name, self.dimension = COLLECTION_NAME, MODEL_NAME, 0
         # Taken to retry a read that raced a writer (the palace sets its write lock here).
         self.retry_guard: Callable[[], AbstractContextManager[Any]] | None = None
 
@@ -153,22 +165,20 @@ class DrawerStore:
         if self._collection is not None:
             return self._collection
         client = self.client
+        if self.binder is not None:
+            self.collection_name, self.model_name, self.dimension = self.binder()
         try:
             if create:
                 col = client.get_or_create_collection(
-                    COLLECTION_NAME,
+                    self.collection_name,
                     embedding_function=None,
-                    metadata={
-                        "hnsw:space": "cosine",
-                        "embedding_model": MODEL_NAME,
-                        "embedding_dimension": DIMENSION,
-                    },
+                    metadata=collection_metadata(self.model_name, self.dimension),
                 )
             else:
                 names = [getattr(c, "name", c) for c in client.list_collections()]
-                if COLLECTION_NAME not in names:
+                if self.collection_name not in names:
                     return None
-                col = client.get_collection(COLLECTION_NAME, embedding_function=None)
+                col = client.get_collection(self.collection_name, embedding_function=None)
         except MemPalaceError:
             raise
         except Exception as exc:
@@ -187,23 +197,25 @@ class DrawerStore:
         """Refuse a collection embedded by another model: mixing vectors of two models makes
         search return nonsense without any error."""
         meta = col.metadata or {}
-        model = meta.get("embedding_model")
-        if model and model != MODEL_NAME:
+        model = meta.get("embedding_model") or MODEL_NAME  # MemPalace's: MiniLM
+        if model != self.model_name:
             raise IncompatiblePalaceError(
-                f"The drawers at {self.location} were embedded with {model!r}; this tool embeds "
-                f"with {MODEL_NAME!r}. Mixing models would make search return nonsense.",
-                hint="Use a separate palace (--palace) or another Chroma server for this tool.",
+                f"The drawers at {self.location} were embedded with {model!r}, but the palace "
+                f"records {self.model_name!r}. Mixing models would make search return nonsense.",
+                hint="Run `mempalace reembed --model NAME` to embed every drawer again with one "
+                "model, or use a separate palace (--palace).",
             )
+        expected = self.dimension or (DIMENSION if self.model_name == MODEL_NAME else 0)
         # The dimension Chroma recorded from the stored vectors wins over what metadata claims.
         dim = getattr(getattr(col, "_model", None), "dimension", None) or meta.get(
             "embedding_dimension"
         )
         config = getattr(col, "configuration_json", None) or {}
         space = meta.get("hnsw:space") or (config.get("hnsw") or {}).get("space")
-        if (dim and int(dim) != DIMENSION) or (space and space != "cosine"):
+        if (dim and expected and int(dim) != expected) or (space and space != "cosine"):
             raise IncompatiblePalaceError(
                 f"The drawers at {self.location} use {dim or '?'}-d vectors in {space or '?'} "
-                f"space; this tool needs {DIMENSION}-d cosine ({MODEL_NAME}).",
+                f"space; {self.model_name} needs {expected or '?'}-d cosine.",
                 hint="Use a separate palace (--palace) or another Chroma server for this tool.",
             )
 
@@ -383,6 +395,8 @@ class DrawerStore:
         documents: Sequence[str],
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
+        if not self.dimension and len(ids):
+            self.dimension = len(embeddings[0])  # a server-side model: known from its answer
         col = self.collection(create=True)
 
         def run() -> None:

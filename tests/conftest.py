@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
 from mempalace_cli.embedder import Embedder, get_embedder
+from mempalace_cli.embedders import DEFAULT_MODEL
 
 REPO = Path(__file__).resolve().parent.parent
 NOTES = REPO / "examples" / "notes"
@@ -65,8 +66,9 @@ def test_chroma_url() -> str:
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The real offline model, loaded once for the whole session (it is a process singleton)."""
-    emb = get_embedder()
+    """The real offline model new palaces embed with, loaded once for the whole session (it is
+    a process singleton)."""
+    emb = get_embedder(DEFAULT_MODEL)
     emb.ensure_loaded()
     return emb
 

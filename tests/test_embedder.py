@@ -4,9 +4,18 @@ reference model, and embedding_model_dir points at another ONNX MiniLM folder.""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mempalace_cli.config import resolve_settings
-from mempalace_cli.embedder import DIMENSION, Embedder, locate_model
+from mempalace_cli.embedder import DIMENSION, MiniLMEmbedder, get_embedder, locate_model
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    """all-MiniLM-L6-v2, the model of MemPalace palaces and of palaces made before 0.2."""
+    emb = get_embedder("all-MiniLM-L6-v2")
+    assert isinstance(emb, MiniLMEmbedder)
+    return emb
 
 
 def test_vectors_are_normalised_and_independent_of_batching(embedder):
@@ -42,15 +51,13 @@ def test_embedding_model_dir_points_at_another_folder(tmp_path, embedder, monkey
     (home / "config.toml").write_text(f'embedding_model_dir = "{folder}"\n')
     settings = resolve_settings(home=home)
     assert settings.embedding_model_dir == folder
-    other = Embedder(settings.embedding_model_dir)
+    other = MiniLMEmbedder(settings.embedding_model_dir)
     assert other.files.source == str(folder)
     assert np.allclose(other.embed(["hello"]), embedder.embed(["hello"]), atol=1e-6)
 
 
 def test_a_broken_model_dir_is_a_clear_error(tmp_path):
-    import pytest
-
     from mempalace_cli.errors import ModelUnavailableError
 
     with pytest.raises(ModelUnavailableError, match="missing model.onnx, tokenizer.json"):
-        Embedder(tmp_path)
+        MiniLMEmbedder(tmp_path)

@@ -70,7 +70,8 @@ def test_search_finds_the_expected_note_first(mined_notes, cli_json, question):
 
 def test_known_misses_are_few_and_explained():
     misses = [q for q in QUESTIONS if "known_miss" in q]
-    assert len(misses) <= 1 and all(len(q["known_miss"]) > 40 for q in misses)
+    # One miss shared by both models, one of the multilingual default (README, "Multilingual").
+    assert len(misses) <= 2 and all(len(q["known_miss"]) > 40 for q in misses)
 
 
 def test_search_json_shape(mined_notes, cli_json):
@@ -99,12 +100,12 @@ def test_search_json_shape(mined_notes, cli_json):
         "--palace", mined_notes["palace"], "search", "pricing", "--room", "decisions"
     )
     assert filtered["results"] and all(r["room"] == "decisions" for r in filtered["results"])
-    assert (
-        cli_json("--palace", mined_notes["palace"], "search", "pricing", "--wing", "nope")[
-            "results"
-        ]
-        == []
+    # A filter naming nothing is "not found" (exit 4), with the closest names in the hint.
+    nope = cli_json(
+        "--palace", mined_notes["palace"], "search", "pricing", "--wing", "nope", expect=4
     )
+    assert nope["results"] == [] and nope["error"]["kind"] == "not_found"
+    assert "notes" in nope["error"]["hint"]
 
 
 def test_status_json_counts_by_wing_and_room(mined_notes, cli_json):
@@ -245,6 +246,8 @@ def test_opens_a_palace_made_without_our_embedding_function(tmp_path, embedder, 
     collection, MemPalace's metadata keys, and no catalogue of ours."""
     import chromadb
 
+    from mempalace_cli.embedder import get_embedder
+
     palace = tmp_path / "their_palace"
     client = chromadb.PersistentClient(path=str(palace))  # MemPalace's way: default settings
     col = client.get_or_create_collection("mempalace_drawers", metadata={"hnsw:space": "cosine"})
@@ -255,7 +258,8 @@ def test_opens_a_palace_made_without_our_embedding_function(tmp_path, embedder, 
     ]
     col.add(
         ids=[f"drawer_proj_general_{i}" for i in range(3)],
-        embeddings=embedder.embed(texts).tolist(),
+        # MemPalace embeds with all-MiniLM-L6-v2 (its palaces stay on it here).
+        embeddings=get_embedder("all-MiniLM-L6-v2").embed(texts).tolist(),
         documents=texts,
         metadatas=[
             {

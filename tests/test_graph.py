@@ -95,7 +95,8 @@ def test_unknown_room_gives_suggestions(walk):
     assert result["found"] is False and result["results"] == []
     assert result["suggestions"][0] == "auth"
     text = walk("deplyo", expect=4, as_json=False)
-    assert "No room named 'deplyo'. Close names: deploy." in text.stderr
+    assert "Not found: No room named 'deplyo'. Close names: deploy." in text.stderr
+    assert "Did you mean: deploy" in text.stderr
     assert "Traceback" not in text.output
     assert walk("zzzz", expect=4)["suggestions"]  # nothing close: still names rooms to try
 

@@ -75,7 +75,10 @@ def test_clerk_replaces_auth0_before_and_after(kg, clerk):
 
 def test_each_direction(kg, clerk):
     def ask(entity: str, when: str, direction: str) -> set:
-        return _triples(kg("query", entity, "--as-of", when, "--direction", direction))
+        # Nothing found is "not found" (exit 4), with the same document and an error object.
+        result = kg("query", entity, "--as-of", when, "--direction", direction, expect=None)
+        assert ("error" in result) == (not result["facts"])
+        return _triples(result)
 
     assert ask("Clerk", AFTER, "incoming") == {("incoming", "MyProject", "uses", "Clerk")}
     assert ask("Clerk", AFTER, "outgoing") == {("outgoing", "Clerk", "replaces", "Auth0")}
@@ -111,7 +114,7 @@ def test_invalidate_keeps_history(kg, clerk):
     assert history["count"] == 2  # nothing was deleted
     assert _triples(kg("query", "MyProject", "--as-of", "2026-08-31"))
     assert _triples(kg("query", "MyProject", "--as-of", "2026-09-01"))  # its last day
-    assert not _triples(kg("query", "MyProject", "--as-of", "2026-09-02"))
+    assert not _triples(kg("query", "MyProject", "--as-of", "2026-09-02", expect=4))
     stats = kg("stats")
     assert (stats["triples"], stats["expired_facts"]) == (3, 2)
     # Ending it again: nothing is open any more.
@@ -186,8 +189,8 @@ def test_iso_datetimes_are_accepted_and_normalised(kg):
     assert added["valid_from"] == "2026-03-12T07:30:00"  # UTC
     # A date-only --as-of covers the whole day, so a fact starting that morning shows.
     assert kg("query", "deploy", "--as-of", "2026-03-12")["count"] == 1
-    assert kg("query", "deploy", "--as-of", "2026-03-12T07:00:00Z")["count"] == 0
-    assert kg("query", "deploy", "--as-of", "2026-03-11")["count"] == 0
+    assert kg("query", "deploy", "--as-of", "2026-03-12T07:00:00Z", expect=4)["count"] == 0
+    assert kg("query", "deploy", "--as-of", "2026-03-11", expect=4)["count"] == 0
 
 
 def test_timeline_is_chronological(kg, clerk):
@@ -200,10 +203,12 @@ def test_timeline_is_chronological(kg, clerk):
 
 
 def test_unknown_entity_gets_close_names(kg, clerk, runner):
-    result = kg("query", "Clerc")
+    result = kg("query", "Clerc", expect=4)  # the one not-found rule: exit 4, closest names
     assert result["count"] == 0 and result["suggestions"] == ["Clerk"]
+    assert result["error"]["kind"] == "not_found"
     text = runner.invoke(app, ["kg", "query", "Clerc"])
-    assert text.exit_code == 0 and "Did you mean: Clerk?" in text.stdout
+    assert text.exit_code == 4 and "Did you mean: Clerk?" in text.stderr
+    assert "Not found: No entity named 'Clerc'" in text.stderr
 
 
 def test_bad_direction_and_confidence(kg):

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from mempalace_cli import __version__, errors
 from mempalace_cli.cli.env import (
+    CONTEXT_SETTINGS,
     EXIT_USAGE,
     Env,
     get_env,
@@ -23,30 +24,42 @@ from mempalace_cli.cli.env import (
     report_error,
     show_core_notes,
 )
+from mempalace_cli.cli.global_options import hoist_global_options
+from mempalace_cli.cli.help_format import install as install_readable_help
+
+install_readable_help()
 
 
 class PalaceGroup(TyperGroup):
     """Runs the command; maps MemPalaceError (and, with --json, usage errors) to output and an
-    exit status, so no user error ever shows a traceback."""
+    exit status, so no user error ever shows a traceback. Global options are accepted after
+    the sub-command too (`hoist_global_options`)."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
 
     def invoke(self, ctx: typer.Context) -> Any:
-        as_json = "--json" in [*getattr(ctx, "_protected_args", []), *ctx.args]
+        in_args = "--json" in [*getattr(ctx, "_protected_args", []), *ctx.args]
+
+        def as_json() -> bool:  # --json after the command, or before it (read by the callback)
+            return in_args or (isinstance(ctx.obj, Env) and ctx.obj.json)
+
         show_core_notes()
         try:
             reject_undecodable_text(ctx)
             return super().invoke(ctx)
         except errors.MemPalaceError as exc:
-            raise typer.Exit(report_error(exc, as_json)) from None
+            raise typer.Exit(report_error(exc, as_json())) from None
         except OSError as exc:  # disk full, permission denied, not a directory: say which
             mapped = errors.from_os_error(exc, exc.filename or "the palace", "finish the command")
-            raise typer.Exit(report_error(mapped, as_json)) from None
+            raise typer.Exit(report_error(mapped, as_json())) from None
         except sqlite3.OperationalError as exc:
             storage = errors.from_sqlite_error(exc, _palace_path(ctx))
             if storage is None:
                 raise
-            raise typer.Exit(report_error(storage, as_json)) from None
+            raise typer.Exit(report_error(storage, as_json())) from None
         except UsageError as exc:
-            if not as_json:
+            if not as_json():
                 raise
             print_json({"error": {"message": exc.format_message(), "hint": None, "kind": "usage"}})
             raise typer.Exit(EXIT_USAGE) from None
@@ -95,8 +108,12 @@ app = typer.Typer(
     cls=PalaceGroup,
     name="mempalace",
     help="A local-first memory palace for AI agents: file notes, code and chats verbatim, "
-    "then search them, keep facts with a history, and serve it all over MCP.",
+    "then search them, keep facts with a history, and serve it all over MCP.\n\n"
+    "Global options (--palace, --chroma-url, --json, --quiet) work before or after the "
+    "command.\n\n"
+    'Example: mempalace init ~/notes && mempalace mine ~/notes && mempalace search "why X?"',
     no_args_is_help=True,
+    context_settings=CONTEXT_SETTINGS,
     add_completion=False,
     rich_markup_mode="rich",
     pretty_exceptions_show_locals=False,
@@ -146,6 +163,12 @@ def root(
         help="Database on the Chroma server that holds this palace, created on first use "
         "($MEMPALACE_CHROMA_DATABASE, chroma_database; default: default_database).",
     ),
+    json_output: bool = typer.Option(
+        False, "--json", help="Print one JSON document on stdout (errors too), for scripts."
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bars or notes on stderr; results and errors only."
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
     ),
@@ -156,15 +179,20 @@ def root(
     env.chroma_token = chroma_token
     env.chroma_ca_file = chroma_ca_file
     env.chroma_database = chroma_database
+    env.json = json_output
+    env.set_quiet(quiet)
 
 
 def _register() -> None:
     from mempalace_cli.cli import (
         diary,
+        drawers,
         identity,
         kg,
+        mcp_config,
         migrate,
         mining,
+        reembed,
         search,
         serve,
         traverse,
@@ -173,11 +201,14 @@ def _register() -> None:
 
     mining.register(app)
     search.register(app)
+    drawers.register(app)
     serve.register(app)
+    mcp_config.register(app)
     wakeup.register(app)
     kg.register(app)
     diary.register(app)
     traverse.register(app)
+    reembed.register(app)
     migrate.register(app)
     identity.register(app)
 

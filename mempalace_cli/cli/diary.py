@@ -7,12 +7,13 @@ import sys
 import typer
 from rich.markup import escape
 
-from mempalace_cli.cli.env import get_env, print_json
-
-JSON_HELP = "Print one JSON document on stdout instead of text."
+from mempalace_cli.cli.env import CONTEXT_SETTINGS, JSON_HELP, get_env, json_option, print_json
 
 diary_app = typer.Typer(
-    help="An agent's diary: entries are drawers in wing_<agent> / diary, searchable too.",
+    help="An agent's diary: entries are drawers in wing_<agent> / diary, searchable too.\n\n"
+    'Example: mempalace diary write claude "Shipped the Clerk cutover." && '
+    "mempalace diary read claude",
+    context_settings=CONTEXT_SETTINGS,
     no_args_is_help=True,
 )
 
@@ -20,12 +21,19 @@ diary_app = typer.Typer(
 @diary_app.command("write")
 def write(
     ctx: typer.Context,
-    agent: str = typer.Argument(..., help="Whose diary, e.g. claude."),
-    text: str = typer.Argument(..., help="The entry; - reads it from standard input."),
-    topic: str = typer.Option(None, "--topic", "-t", help="A topic (default: general)."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    agent: str = typer.Argument(..., metavar="AGENT", help="Whose diary, e.g. claude."),
+    text: str = typer.Argument(
+        ..., metavar="TEXT", help="The entry; - reads it from standard input."
+    ),
+    topic: str = typer.Option(
+        None, "--topic", "-t", metavar="TOPIC", help="A topic (default: general)."
+    ),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Add an entry to AGENT's diary."""
+    """Add an entry to AGENT's diary.
+
+    Example: mempalace diary write claude "Moved auth to Clerk; watch the webhooks." -t auth
+    """
     env = get_env(ctx)
     content = sys.stdin.read().rstrip("\n") if text == "-" else text
     result = env.palace().diary_write(agent, content, topic=topic)
@@ -42,11 +50,16 @@ def write(
 @diary_app.command("read")
 def read(
     ctx: typer.Context,
-    agent: str = typer.Argument(..., help="Whose diary."),
-    last: int = typer.Option(10, "--last", "-n", min=1, max=1000, help="How many entries."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    agent: str = typer.Argument(..., metavar="AGENT", help="Whose diary."),
+    last: int = typer.Option(
+        10, "--last", "-n", metavar="N", min=1, max=1000, help="How many entries."
+    ),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Show AGENT's latest diary entries, newest first."""
+    """Show AGENT's latest diary entries, newest first.
+
+    Example: mempalace diary read claude --last 5
+    """
     env = get_env(ctx)
     result = env.palace().diary_read(agent, last=last)
     if json_output:

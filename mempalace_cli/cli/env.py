@@ -8,10 +8,11 @@ import json
 import logging
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from mempalace_cli import errors
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT death (128 + 2)
 EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.InvalidInputError: 2,
     errors.NoPalaceError: 3,
@@ -50,6 +52,11 @@ def exit_status(exc: errors.MemPalaceError) -> int:
     return EXIT_UNEXPECTED
 
 
+# -h works wherever --help does (inherited by every sub-command's context).
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+JSON_HELP = "Print one JSON document on stdout instead of text (also accepted before the command)."
+
+
 @dataclass
 class Env:
     palace_option: str | None = None
@@ -57,9 +64,18 @@ class Env:
     chroma_token: str | None = None
     chroma_ca_file: str | None = None
     chroma_database: str | None = None
+    json: bool = False  # --json given before the sub-command
     out: Console = field(default_factory=lambda: Console(soft_wrap=False))
     err: Console = field(default_factory=lambda: Console(stderr=True))
     _palace: Palace | None = None
+
+    def set_quiet(self, quiet: bool) -> None:
+        """--quiet: no progress, no notes on stderr; results and errors still print."""
+        self.err.quiet = quiet
+
+    @property
+    def quiet(self) -> bool:
+        return self.err.quiet
 
     @property
     def interactive(self) -> bool:
@@ -88,6 +104,15 @@ def get_env(ctx: typer.Context) -> Env:
     return root.obj
 
 
+def _json_or_global(ctx: typer.Context, value: bool) -> bool:
+    return bool(value) or get_env(ctx).json
+
+
+def json_option(help: str = JSON_HELP) -> Any:
+    """Every command's --json; true as well when --json came before the sub-command."""
+    return typer.Option(False, "--json", help=help, callback=_json_or_global)
+
+
 class _NoteHandler(logging.Handler):
     """Prints the core's warnings (a repaired palace index) on stderr as a note."""
 
@@ -111,13 +136,41 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def _print_problem(label: str, message: str, hint: str | None) -> None:
+    err = Console(stderr=True, soft_wrap=True)
+    err.print(f"[bold red]{label}[/] {escape(message)}", highlight=False)
+    if hint:
+        err.print(f"[dim]Hint:[/] {escape(hint)}", highlight=False)
+
+
 def report_error(exc: errors.MemPalaceError, as_json: bool) -> int:
     code = exit_status(exc)
     if as_json:
         print_json({"error": {"message": exc.message, "hint": exc.hint, "kind": exc.kind}})
     else:
-        err = Console(stderr=True, soft_wrap=True)
-        err.print(f"[bold red]Error:[/] {exc.message}", highlight=False)
-        if exc.hint:
-            err.print(f"[dim]Hint:[/] {exc.hint}", highlight=False)
+        label = "Not found:" if isinstance(exc, errors.NotFoundError) else "Error:"
+        _print_problem(label, exc.message, exc.hint)
     return code
+
+
+def did_you_mean(suggestions: list[str] | None) -> str | None:
+    return f"Did you mean: {', '.join(suggestions)}?" if suggestions else None
+
+
+def report_not_found(
+    as_json: bool,
+    message: str,
+    hint: str | None = None,
+    document: dict[str, Any] | None = None,
+) -> NoReturn:
+    """The one not-found rule, for a name or filter that matches nothing (a mistyped wing, an
+    unknown entity or room, dates that exclude everything): "Not found: ..." and a hint naming
+    the closest names on stderr, exit status 4 (NotFoundError's). With --json, the command's
+    own result document (empty results, suggestions) plus the same `error` object that every
+    failing command prints."""
+    if as_json:
+        error = {"message": message, "hint": hint, "kind": errors.NotFoundError.kind}
+        print_json({**(document or {}), "error": error})
+    else:
+        _print_problem("Not found:", message, hint)
+    raise typer.Exit(EXIT_STATUS[errors.NotFoundError])

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from mempalace_cli.cli.env import get_env, print_json
+from mempalace_cli.cli.env import get_env, json_option, print_json
 from mempalace_cli.errors import NotFoundError
 
 
@@ -21,9 +21,12 @@ def identity(
         help="Store the text of FILE (- for standard input) as the identity: on the Chroma "
         "server for a server palace (every machine reads it), else in $MEMPALACE_HOME.",
     ),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON document."),
+    json_output: bool = json_option("Print one JSON document."),
 ) -> None:
-    """Show the identity text wake-up starts with, or set it with --set FILE."""
+    """Show the identity text wake-up starts with, or set it with --set FILE.
+
+    Example: mempalace identity --set identity.txt
+    """
     env = get_env(ctx)
     palace = env.palace()
     if set_from is not None:

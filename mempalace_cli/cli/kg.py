@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from mempalace_cli.cli.env import Env, get_env, print_json
+from mempalace_cli.cli.env import (
+    CONTEXT_SETTINGS,
+    JSON_HELP,
+    Env,
+    did_you_mean,
+    get_env,
+    json_option,
+    print_json,
+    report_not_found,
+)
 
-JSON_HELP = "Print one JSON document on stdout instead of tables."
 DATE_HELP = "YYYY-MM-DD or an ISO datetime."
 
 kg_app = typer.Typer(
-    help="Facts with a history: who owns what, since when, and until when.",
+    help="Facts with a history: who owns what, since when, and until when.\n\n"
+    "Example: mempalace kg add MyProject uses Clerk --from 2026-03-26 && "
+    "mempalace kg query MyProject",
+    context_settings=CONTEXT_SETTINGS,
     no_args_is_help=True,
 )
 
@@ -50,21 +62,44 @@ def _facts_table(title: str, facts: list[dict[str, Any]], with_direction: bool) 
 @kg_app.command("add")
 def add(
     ctx: typer.Context,
-    subject: str = typer.Argument(..., help="Who or what the fact is about, e.g. MyProject."),
-    predicate: str = typer.Argument(..., help='The relation, e.g. "uses" or "owned by".'),
-    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end, e.g. Clerk."),
-    valid_from: str = typer.Option(None, "--valid-from", "--from", help="True from. " + DATE_HELP),
-    valid_to: str = typer.Option(
-        None, "--valid-to", "--to", help="True until (the last date it holds, included)."
+    subject: str = typer.Argument(
+        ..., metavar="SUBJECT", help="Who or what the fact is about, e.g. MyProject."
     ),
-    confidence: float = typer.Option(1.0, "--confidence", min=0.0, max=1.0, help="0 to 1."),
-    source_drawer: str = typer.Option(None, "--source-drawer", help="Drawer id it came from."),
-    source_file: str = typer.Option(None, "--source-file", help="File it came from."),
-    subject_type: str = typer.Option(None, "--subject-type", help="e.g. project, person."),
-    object_type: str = typer.Option(None, "--object-type", help="e.g. service, person."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    predicate: str = typer.Argument(
+        ..., metavar="PREDICATE", help='The relation, e.g. "uses" or "owned by".'
+    ),
+    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end, e.g. Clerk."),
+    valid_from: str = typer.Option(
+        None, "--valid-from", "--from", metavar="DATE", help="True from. " + DATE_HELP
+    ),
+    valid_to: str = typer.Option(
+        None,
+        "--valid-to",
+        "--to",
+        metavar="DATE",
+        help="True until (the last date it holds, included).",
+    ),
+    confidence: float = typer.Option(
+        1.0, "--confidence", metavar="0-1", min=0.0, max=1.0, help="How sure, 0 to 1."
+    ),
+    source_drawer: str = typer.Option(
+        None, "--source-drawer", metavar="DRAWER-ID", help="Drawer id it came from."
+    ),
+    source_file: str = typer.Option(
+        None, "--source-file", metavar="PATH", help="File it came from."
+    ),
+    subject_type: str = typer.Option(
+        None, "--subject-type", metavar="TYPE", help="e.g. project, person."
+    ),
+    object_type: str = typer.Option(
+        None, "--object-type", metavar="TYPE", help="e.g. service, person."
+    ),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Record the fact SUBJECT PREDICATE OBJECT (creates the palace folder if needed)."""
+    """Record the fact SUBJECT PREDICATE OBJECT (creates the palace folder if needed).
+
+    Example: mempalace kg add MyProject uses Clerk --from 2026-03-26
+    """
     env = get_env(ctx)
     result = env.palace().kg_add(
         subject,
@@ -93,26 +128,41 @@ def add(
 @kg_app.command("query")
 def query(
     ctx: typer.Context,
-    entity: str = typer.Argument(..., help="The entity (case doesn't matter)."),
-    as_of: str = typer.Option(None, "--as-of", help="Only facts true on this date. " + DATE_HELP),
-    direction: str = typer.Option(
-        "both", "--direction", "-d", help="outgoing (ENTITY is the subject), incoming, or both."
+    entity: str = typer.Argument(..., metavar="ENTITY", help="The entity (case doesn't matter)."),
+    as_of: str = typer.Option(
+        None, "--as-of", metavar="DATE", help="Only facts true on this date. " + DATE_HELP
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    direction: str = typer.Option(
+        "both",
+        "--direction",
+        "-d",
+        metavar="outgoing|incoming|both",
+        help="outgoing (ENTITY is the subject), incoming, or both.",
+    ),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Show the facts about ENTITY, optionally as they stood on a date."""
+    """Show the facts about ENTITY, optionally as they stood on a date.
+
+    An unknown entity is "not found" (exit status 4) and the closest names are suggested.
+
+    Example: mempalace kg query MyProject --as-of 2026-03-01
+    """
     env = get_env(ctx)
     result = env.palace().kg_query(entity, as_of=as_of, direction=direction)
-    if json_output:
-        print_json(result)
-        return
     when = f" as of {result['as_of']}" if result["as_of"] else ""
     if not result["facts"]:
-        env.out.print(f"No facts about {result['entity']!r}{when}.", highlight=False)
-        if result.get("suggestions"):
-            env.out.print(f"Did you mean: {', '.join(result['suggestions'])}?", highlight=False)
-        elif "suggestions" in result:
-            env.out.print("Add one with: mempalace kg add SUBJECT PREDICATE OBJECT")
+        if "suggestions" in result:  # no such entity
+            message = f"No entity named {entity!r} in the knowledge graph."
+            hint = did_you_mean(result["suggestions"]) or (
+                "Add a fact with: mempalace kg add SUBJECT PREDICATE OBJECT"
+            )
+        else:  # it exists, but the date or direction leaves nothing
+            side = "" if direction == "both" else f"{direction} "
+            message = f"No {side}facts about {result['entity']!r}{when}."
+            hint = f"See all its facts with: mempalace kg timeline {shlex.quote(entity)}"
+        report_not_found(json_output, message, hint, result)
+    if json_output:
+        print_json(result)
         return
     title = f"{escape(result['entity'])}{when}: {result['count']} fact(s)"
     env.out.print(_facts_table(title, result["facts"], with_direction=True))
@@ -121,17 +171,21 @@ def query(
 @kg_app.command("invalidate")
 def invalidate(
     ctx: typer.Context,
-    subject: str = typer.Argument(...),
-    predicate: str = typer.Argument(...),
-    obj: str = typer.Argument(..., metavar="OBJECT"),
+    subject: str = typer.Argument(..., metavar="SUBJECT", help="Who or what the fact is about."),
+    predicate: str = typer.Argument(..., metavar="PREDICATE", help="The relation."),
+    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end."),
     ended: str = typer.Option(
         None,
         "--ended",
+        metavar="DATE",
         help="Last date the fact held (default today; included in as-of queries). " + DATE_HELP,
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Mark SUBJECT PREDICATE OBJECT as no longer true. History keeps it."""
+    """Mark SUBJECT PREDICATE OBJECT as no longer true. History keeps it.
+
+    Example: mempalace kg invalidate MyProject uses Auth0 --ended 2026-03-26
+    """
     env = get_env(ctx)
     result = env.palace().kg_invalidate(subject, predicate, obj, ended=ended)
     if json_output:
@@ -148,11 +202,16 @@ def invalidate(
 @kg_app.command("timeline")
 def timeline(
     ctx: typer.Context,
-    entity: str = typer.Argument(None, help="Only facts about this entity (default: all)."),
-    limit: int = typer.Option(None, "--limit", min=1, help="At most this many facts."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    entity: str = typer.Argument(
+        None, metavar="ENTITY", help="Only facts about this entity (default: all)."
+    ),
+    limit: int = typer.Option(None, "--limit", metavar="N", min=1, help="At most this many facts."),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Show facts in chronological order of when they became true."""
+    """Show facts in chronological order of when they became true.
+
+    Example: mempalace kg timeline MyProject --limit 20
+    """
     env = get_env(ctx)
     result = env.palace().kg_timeline(entity, limit=limit)
     if json_output:
@@ -170,9 +229,12 @@ def timeline(
 @kg_app.command("stats")
 def stats(
     ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Count entities, facts (current and expired) and predicates."""
+    """Count entities, facts (current and expired) and predicates.
+
+    Example: mempalace kg stats --json
+    """
     env = get_env(ctx)
     result = env.palace().kg_stats()
     if json_output:

@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from mempalace_cli.cli.env import get_env, print_json
+from mempalace_cli.cli.env import get_env, json_option, print_json
 
 
 def migrate(
@@ -17,7 +17,9 @@ def migrate(
     from_url: str = typer.Option(
         None, "--from", metavar="URL", help="Copy the palace on the server at URL into the folder."
     ),
-    batch: int = typer.Option(500, "--batch", min=1, max=5000, help="Drawers per request."),
+    batch: int = typer.Option(
+        500, "--batch", metavar="N", min=1, max=5000, help="Drawers per request."
+    ),
     kg_file: str = typer.Option(
         None,
         "--kg",
@@ -25,14 +27,14 @@ def migrate(
         help="The knowledge graph to copy with --to (default: the palace's own; for a "
         "MemPalace 3.x palace: ~/.mempalace/knowledge_graph.sqlite3).",
     ),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON document."),
+    json_output: bool = json_option("Print one JSON document."),
 ) -> None:
     """Copy drawers (with their vectors, no re-embedding), facts, diaries and identity between
     the palace folder and a Chroma server; run it again to resume; verified at the end.
 
-    Examples:
-      mempalace --palace ~/.mempalace/palace migrate --to http://team-host:8000
-      mempalace --palace ./copy migrate --from http://team-host:8000
+    Example: mempalace migrate --to http://team-host:8000 --palace ~/.mempalace/palace
+
+    And back into a folder: mempalace migrate --from http://team-host:8000 --palace ./copy
     """
     env = get_env(ctx)
 

@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from mempalace_cli.cli.env import Env, get_env, print_json
+from mempalace_cli.cli.env import EXIT_INTERRUPTED, JSON_HELP, Env, get_env, json_option, print_json
+from mempalace_cli.cli.mine_progress import MineProgress
 from mempalace_cli.errors import InvalidInputError
-
-JSON_HELP = "Print one JSON document on stdout instead of tables."
 
 
 def init(
     ctx: typer.Context,
-    directory: Path = typer.Argument(..., help="The folder to file into the palace."),
-    wing: str = typer.Option(None, "--wing", help="Wing name (default: the folder's name)."),
+    directory: Path = typer.Argument(
+        ..., metavar="DIRECTORY", help="The folder to file into the palace."
+    ),
+    wing: str = typer.Option(
+        None, "--wing", metavar="WING", help="Wing name (default: the folder's name)."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Overwrite an existing mempalace.toml."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Detect rooms from DIRECTORY's layout, write DIRECTORY/mempalace.toml, create the palace."""
+    """Detect rooms from DIRECTORY's layout, write DIRECTORY/mempalace.toml, create the palace.
+
+    Example: mempalace init ~/notes --wing notes
+    """
     env = get_env(ctx)
     overwrite = yes
     if not yes and (directory / "mempalace.toml").exists() and env.interactive and not json_output:
@@ -54,67 +62,47 @@ def init(
     out.print(f"Next: [bold]{result['next_step']}[/]")
 
 
-class _MineProgress:
-    """A rich progress bar on stderr, fed by the service's progress events."""
-
-    def __init__(self, env: Env) -> None:
-        self.progress = Progress(
-            TextColumn("[bold]mining[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("chunks"),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[current]}"),
-            console=env.err,
-            transient=True,
-        )
-        self.task: Any = None
-        self.reading: Any = None  # an indeterminate bar while big files are read
-
-    def __call__(self, event: str, data: dict[str, Any]) -> None:
-        if event == "scan":
-            if self.reading is None:
-                self.progress.start()
-                self.reading = self.progress.add_task("read", total=None, current="")
-            self.progress.update(self.reading, current=f"reading {data['path'][-40:]}")
-        elif event == "plan" and data["chunks"]:
-            if self.reading is not None:
-                self.progress.remove_task(self.reading)
-            self.progress.start()
-            self.task = self.progress.add_task("mine", total=data["chunks"], current="")
-        elif event == "embedded" and self.task is not None:
-            self.progress.advance(self.task, data["chunks"])
-        elif event == "file" and self.task is not None:
-            self.progress.update(self.task, current=data["path"][-40:])
-
-    def stop(self) -> None:
-        if self.task is not None or self.reading is not None:
-            self.progress.stop()
-
-
 def mine(
     ctx: typer.Context,
-    directory: Path = typer.Argument(..., help="The folder to mine."),
-    wing: str = typer.Option(None, "--wing", help="Wing to file into (default: from init)."),
-    agent: str = typer.Option(None, "--agent", help="Recorded as added_by on each drawer."),
-    mode: str = typer.Option(
-        "projects", "--mode", help="What the folder holds: projects (files) or convos (chat logs)."
+    directory: Path = typer.Argument(..., metavar="DIRECTORY", help="The folder to mine."),
+    wing: str = typer.Option(
+        None, "--wing", metavar="WING", help="Wing to file into (default: from init)."
     ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
-    limit: int = typer.Option(None, "--limit", min=1, help="Look at no more than N files."),
+    agent: str = typer.Option(
+        None, "--agent", metavar="NAME", help="Recorded as added_by on each drawer."
+    ),
+    mode: str = typer.Option(
+        "projects",
+        "--mode",
+        metavar="projects|convos",
+        help="What the folder holds: projects (files) or convos (chat logs).",
+    ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="List each file it would add, change, skip (with the reason) or remove; "
+        "write nothing.",
+    ),
+    limit: int = typer.Option(
+        None, "--limit", metavar="N", min=1, help="Look at no more than N files."
+    ),
     watch: bool = typer.Option(
         False, "--watch", help="Then keep the palace in step with DIRECTORY until Ctrl+C."
     ),
     poll: bool = typer.Option(
         False, "--poll", help="With --watch: poll for changes instead of using inotify."
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """File every text, code and document file of DIRECTORY into the palace.
 
     Incremental: unchanged files are skipped without embedding, changed files are replaced,
-    and the drawers of deleted files are removed. With --watch, one line (or, with --json,
-    one JSON line) per batch of changes follows.
+    and the drawers of deleted files are removed. On a terminal, progress shows files and
+    drawers with a rate and an ETA; Ctrl+C keeps what was filed (exit status 130) and the same
+    command resumes. With --watch, one line (or, with --json, one JSON line) per batch of
+    changes follows.
+
+    Example: mempalace mine ~/notes --dry-run
     """
     env = get_env(ctx)
     if poll and not watch:
@@ -126,7 +114,7 @@ def mine(
 
         watch_folder(env, directory, wing, agent, mode, poll, json_output)
         return
-    bar = _MineProgress(env) if env.err.is_terminal and not json_output else None
+    progress = MineProgress(progress_console(env, json_output))
     try:
         report = env.palace().mine(
             directory,
@@ -135,15 +123,33 @@ def mine(
             mode=mode,
             dry_run=dry_run,
             limit=limit,
-            progress=bar,
+            progress=progress,
         )
+    except KeyboardInterrupt:
+        progress.stop()
+        message = progress.interrupted_message(shlex.quote(str(directory)))
+        if json_output:
+            tally = progress.tally
+            kept = {"files": tally.files_filed, "drawers": tally.drawers_filed}
+            what, resume = message.split("\n", 1)
+            print_json({"error": {"message": what, "hint": resume, "kind": "interrupted"},
+                        "kept": kept})  # fmt: skip
+        else:
+            Console(stderr=True, soft_wrap=True).print(message, highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
-        if bar:
-            bar.stop()
+        progress.stop()
     if json_output:
         print_json(report)
         return
     render_mine_report(env, report)
+
+
+def progress_console(env: Env, json_output: bool) -> Console | None:
+    """Where progress is drawn: stderr when it is a terminal, unless --json or --quiet."""
+    if json_output or env.quiet or not env.err.is_terminal:
+        return None
+    return env.err
 
 
 def render_mine_report(env: Env, report: dict[str, Any]) -> None:
@@ -154,15 +160,18 @@ def render_mine_report(env: Env, report: dict[str, Any]) -> None:
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
-    table.add_row("files mined", str(files["mined"]))
+    would = "to " if report["dry_run"] else ""
+    table.add_row(f"files {would or ''}mine" if would else "files mined", str(files["mined"]))
     table.add_row("files unchanged", str(files["unchanged"]))
-    table.add_row("files removed", str(files["removed"]))
+    table.add_row(f"files {would}remove" if would else "files removed", str(files["removed"]))
     table.add_row("files skipped", str(files["skipped"]))
-    table.add_row("drawers added", str(drawers["added"]))
-    table.add_row("drawers removed", str(drawers["removed"]))
+    table.add_row(f"drawers {would}add" if would else "drawers added", str(drawers["added"]))
+    table.add_row(f"drawers {would}remove" if would else "drawers removed", str(drawers["removed"]))
     table.add_row("elapsed", f"{report['elapsed_seconds']:.1f} s")
+    if "plan" in report:
+        render_plan(env, report["plan"])
     out.print(table)
-    if report["skipped"]:
+    if report["skipped"] and "plan" not in report:
         out.print("[dim]Skipped:[/]")
         for item in report["skipped"][:20]:
             out.print(f"  {item['file']}: {item['reason']}", highlight=False)
@@ -170,6 +179,25 @@ def render_mine_report(env: Env, report: dict[str, Any]) -> None:
             out.print(f"  ... and {len(report['skipped']) - 20} more (see --json)")
     if report["limited"]:
         out.print("[dim]--limit reached: files beyond it were not looked at, nothing removed.[/]")
+
+
+ACTION_STYLE = {"add": "green", "change": "yellow", "skip": "dim", "remove": "red"}
+
+
+def render_plan(env: Env, plan: list[dict[str, Any]]) -> None:
+    """One line per file: action, path (relative to the folder), drawers and the reason."""
+    for entry in plan:
+        action = entry["action"]
+        count = entry["drawers"]
+        drawers = f"{count} drawer{'' if count == 1 else 's'}, " if action != "skip" else ""
+        env.out.print(
+            f"  [{ACTION_STYLE.get(action, '')}]{action:<6}[/]  {escape(entry['file'])}"
+            f"  [dim]({drawers}{escape(entry['reason'])})[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if not plan:
+        env.out.print("  Nothing to add, change or remove.")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,91 +2,157 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
-from mempalace_cli.cli.env import Env, get_env, print_json
+from mempalace_cli.cli.env import (
+    JSON_HELP,
+    Env,
+    get_env,
+    json_option,
+    print_json,
+    report_not_found,
+)
+from mempalace_cli.cli.hits import (
+    INDENT,
+    drawer_lines,
+    fit_path,
+    print_indented,
+    where_label,
+    wrap_segments,
+)
 
-JSON_HELP = "Print one JSON document on stdout instead of tables."
-
-
-def source_label(result: dict[str, Any]) -> str:
-    meta = result.get("metadata") or {}
-    if meta.get("ingest_mode") == "convos":  # a chat exchange: its conversation and speakers
-        title = meta.get("conversation_title") or Path(result.get("source_file") or "-").name
-        return f"{title} ({meta['speakers']})" if meta.get("speakers") else str(title)
-    source = result.get("source_file") or ""
-    label = Path(source).name if source else "-"
-    start, end = result.get("line_start"), result.get("line_end")
-    if start:
-        label += f":{start}" + (f"-{end}" if end and end != start else "")
-    return label
-
-
-def snippet(text: str, width: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+SCORES_LEGEND = (
+    "score: the rank score that sets the order (lexical and semantic ranks fused; higher first).",
+    "similarity: cosine similarity of query and drawer (0 to 1).",
+)
 
 
 def search(
     ctx: typer.Context,
-    query: str = typer.Argument(..., help="What to look for, in natural language or keywords."),
-    wing: str = typer.Option(None, "--wing", help="Only this wing (exact name, see status)."),
-    room: str = typer.Option(None, "--room", help="Only this room (exact name, see status)."),
-    n: int = typer.Option(5, "-n", "--results", min=1, max=100, help="How many results."),
+    query: str = typer.Argument(
+        ..., metavar="QUERY", help="What to look for, in natural language or keywords."
+    ),
+    wing: str = typer.Option(
+        None, "--wing", metavar="WING", help="Only this wing (exact name, see status)."
+    ),
+    room: str = typer.Option(
+        None, "--room", metavar="ROOM", help="Only this room (exact name, see status)."
+    ),
+    n: int = typer.Option(
+        5, "-n", "--results", metavar="COUNT", min=1, max=100, help="How many results."
+    ),
     mode: str = typer.Option(
-        "hybrid", "--mode", help="Ranking: hybrid (default), vector or lexical."
+        "hybrid",
+        "--mode",
+        metavar="hybrid|vector|lexical",
+        help="Ranking: hybrid (lexical + semantic, the default), vector or lexical only.",
+    ),
+    since: str = typer.Option(
+        None,
+        "--since",
+        metavar="DATE",
+        help="Only drawers dated on or after DATE (YYYY-MM-DD): the source file's date when "
+        "known, else when it was filed.",
+    ),
+    before: str = typer.Option(
+        None, "--before", metavar="DATE", help="Only drawers dated before DATE (YYYY-MM-DD)."
+    ),
+    full: bool = typer.Option(
+        False, "--full", help="Print each drawer whole instead of its best-matching lines."
     ),
     aaak: bool = typer.Option(
-        False, "--aaak", help="Show each result as a one-line AAAK summary (lossy)."
+        False,
+        "--aaak",
+        help="Show each result as a one-line AAAK summary instead: a compact, lossy notation "
+        "for agents (entities, topics, quotes; see mempalace wake-up --aaak-spec).",
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Find the drawers that best answer QUERY (lexical + semantic ranking)."""
+    """Find the drawers that best answer QUERY (lexical + semantic ranking).
+
+    Each hit shows its wing and room, its source path relative to the mined folder with the
+    line range, its rank score (which sets the order) and its similarity, then the lines
+    that best match the query, with the query's words highlighted on a terminal.
+
+    Example: mempalace search "why did we move off Auth0?" --wing notes -n 3
+    """
     env = get_env(ctx)
-    result = env.palace().search(query, wing=wing, room=room, limit=n, mode=mode)
+    result = env.palace().search(
+        query, wing=wing, room=room, limit=n, mode=mode, since=since, before=before
+    )
     if aaak:
         for item in result["results"]:
             item["aaak"] = env.palace().aaak_encode(item["text"], **item["metadata"])
+    if not result["results"] and _filtered(result):
+        report_not_found(
+            json_output,
+            f"No drawers match {query!r} {_filter_words(result)}.",
+            result.get("hint") or "Check the exact wing and room names with: mempalace status",
+            result,
+        )
     if json_output:
         print_json(result)
         return
-    render_results(env, result)
+    render_results(env, result, full=full)
 
 
-def render_results(env: Env, result: dict[str, Any]) -> None:
+def _filtered(result: dict[str, Any]) -> bool:
+    return any(v not in (None, "") for v in (result.get("filters") or {}).values())
+
+
+def _filter_words(result: dict[str, Any]) -> str:
+    filters = {k: v for k, v in (result.get("filters") or {}).items() if v not in (None, "")}
+    return "with " + ", ".join(f"{k} {v}" for k, v in filters.items())
+
+
+def render_results(env: Env, result: dict[str, Any], full: bool = False) -> None:
+    out = env.out
     if not result["results"]:
-        filters = {k: v for k, v in result["filters"].items() if v}
-        hint = f" with filters {filters}" if filters else ""
-        env.out.print(f"No drawers match {result['query']!r}{hint}.")
-        if filters:
-            env.out.print("Check the exact wing and room names with: mempalace status")
-        return
-    table = Table(title=f"Results for {result['query']!r}", show_lines=True, expand=True)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("sim", justify="right", no_wrap=True)
-    table.add_column("where", overflow="fold", max_width=34)
-    table.add_column("text", ratio=1, min_width=30)
-    for rank, item in enumerate(result["results"], start=1):
-        sim = item["similarity"]
-        table.add_row(
-            str(rank),
-            "-" if sim is None else f"{sim:.3f}",
-            f"[cyan]{item['wing']}[/] / {item['room']}\n[dim]{source_label(item)}[/]",
-            item["aaak"] if "aaak" in item else snippet(item["text"]),
+        out.print(
+            f"No drawers match {result['query']!r}. Try other words, or --mode vector.",
+            highlight=False,
         )
-    env.out.print(table)
+        return
+    width = max(out.width - INDENT, 20)
+    for rank, item in enumerate(result["results"], start=1):
+        if rank > 1:
+            out.print()
+        out.print(wrap_segments(_header(rank, item), out.width), highlight=False)
+        print_indented(out, [Text(fit_path(where_label(item), width), style="cyan")])
+        if "aaak" in item:
+            print_indented(out, Text(item["aaak"]).wrap(out, width))
+        else:
+            print_indented(out, drawer_lines(out, item, result["query"], full, width))
+    out.print()
+    for line in SCORES_LEGEND:
+        out.print(Text(line, style="dim"))
+
+
+def _header(rank: int, item: dict[str, Any]) -> list[Text]:
+    sim = item.get("similarity")
+    score = item.get("rank_score")
+    place = Text(f"{rank:>2}. ", style="bold")
+    place.append(f"{item['wing']} / {item['room']}", style="bold")
+    return [
+        place,
+        Text.assemble("score ", ("-" if score is None else f"{score:.5f}", "bold")),
+        Text.assemble("similarity ", ("-" if sim is None else f"{sim:.3f}", "bold")),
+        Text(item["drawer_id"], style="dim"),
+    ]
 
 
 def status(
     ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
-    """Show the palace: where it is, how many drawers, and drawers per wing and room."""
+    """Show the palace: where it is, how many drawers, and drawers per wing and room.
+
+    Example: mempalace status --palace ~/.mempalace/palace
+    """
     env = get_env(ctx)
     result = env.palace().status()
     if json_output:

@@ -12,29 +12,49 @@ from rich.table import Table
 from rich.tree import Tree
 
 from mempalace_cli import errors
-from mempalace_cli.cli.env import EXIT_STATUS, Env, get_env, print_json
+from mempalace_cli.cli.env import (
+    Env,
+    did_you_mean,
+    get_env,
+    json_option,
+    print_json,
+    report_not_found,
+)
 
 JSON_HELP = "Print one JSON document on stdout instead of a tree or tables."
 
 
 def traverse(
     ctx: typer.Context,
-    room: str = typer.Argument(None, help="The room to start from (see --stats for rooms)."),
-    max_hops: int = typer.Option(2, "--max-hops", min=1, max=10, help="How far to walk."),
+    room: str = typer.Argument(
+        None, metavar="ROOM", help="The room to start from (see --stats for rooms)."
+    ),
+    max_hops: int = typer.Option(
+        2, "--max-hops", metavar="N", min=1, max=10, help="How far to walk."
+    ),
     tunnels: bool = typer.Option(False, "--tunnels", help="List rooms shared by several wings."),
-    wing_a: str = typer.Option(None, "--wing-a", help="With --tunnels: only tunnels of wing A."),
-    wing_b: str = typer.Option(None, "--wing-b", help="With --tunnels: ...and of wing B."),
+    wing_a: str = typer.Option(
+        None, "--wing-a", metavar="WING", help="With --tunnels: only tunnels of this wing."
+    ),
+    wing_b: str = typer.Option(
+        None, "--wing-b", metavar="WING", help="With --tunnels: ...and of this one."
+    ),
     stats: bool = typer.Option(False, "--stats", help="Rooms, tunnels and edges of the graph."),
     export: str = typer.Option(
-        None, "--export", metavar="FORMAT", help="Print the graph as mermaid or dot."
+        None, "--export", metavar="mermaid|dot", help="Print the graph as mermaid or dot."
     ),
-    output: Path = typer.Option(None, "--output", "-o", help="With --export: write to a file."),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    output: Path = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="With --export: write to a file."
+    ),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Walk the palace graph from ROOM; show tunnels between wings, stats, or export it.
 
     Rooms of one wing are one hop apart; a room that several wings share is a tunnel between
-    them, so the walk crosses into every wing it belongs to.
+    them, so the walk crosses into every wing it belongs to. An unknown room is "not found"
+    (exit status 4) and the closest names are suggested.
+
+    Example: mempalace traverse decisions --max-hops 2
     """
     env = get_env(ctx)
     palace = env.palace()
@@ -69,19 +89,14 @@ def traverse(
             hint="List the rooms with: mempalace traverse --stats",
         )
     result = palace.traverse(room, max_hops=max_hops)
+    if not result["found"]:
+        report_not_found(
+            json_output, result["message"], did_you_mean(result["suggestions"]), result
+        )
     if json_output:
         print_json(result)
-    elif result["found"]:
-        render_walk(env, result)
     else:
-        env.err.print(f"[bold red]Not found:[/] {escape(result['message'])}", highlight=False)
-        if result["suggestions"]:
-            env.err.print(
-                f"[dim]Hint:[/] try: mempalace traverse {result['suggestions'][0]}",
-                highlight=False,
-            )
-    if not result["found"]:
-        raise typer.Exit(EXIT_STATUS[errors.NotFoundError])
+        render_walk(env, result)
 
 
 def _drawers(n: int) -> str:

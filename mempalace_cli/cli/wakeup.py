@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import typer
 
-from mempalace_cli.cli.env import get_env, print_json
+from mempalace_cli.cli.env import get_env, json_option, print_json
 
 JSON_HELP = "Print one JSON document on stdout: the text and each layer with its token count."
 
 
 def wake_up(
     ctx: typer.Context,
-    wing: str = typer.Option(None, "--wing", help="Only this wing's story (exact name)."),
+    wing: str = typer.Option(
+        None, "--wing", metavar="WING", help="Only this wing's story (exact name)."
+    ),
     budget: int = typer.Option(
         800, "--budget", metavar="TOKENS", help="Token budget, counted with the model's tokenizer."
     ),
     aaak_spec: bool = typer.Option(
-        False, "--aaak-spec", help="Print the AAAK summary notation instead."
+        False,
+        "--aaak-spec",
+        help="Print the AAAK notation instead: the compact, lossy one-line summary format "
+        "(entities, topics, key quote, flags) that agents read in place of whole drawers.",
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Print identity (L0), the essential story (L1) and the memory protocol, within a budget.
 
     Pipe it into an agent's system prompt. Reads only the palace catalogue: fast, offline.
+
+    Example: mempalace wake-up --wing notes --budget 600 > context.txt
     """
     env = get_env(ctx)
     palace = env.palace()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mempalace_cli.cli.env import Env
+from mempalace_cli.cli.mine_progress import MineProgress
 from mempalace_cli.errors import MemPalaceError
 
 
@@ -42,7 +43,7 @@ def watch_folder(
     poll: bool,
     json_output: bool,
 ) -> None:
-    from mempalace_cli.cli.mining import _MineProgress, render_mine_report
+    from mempalace_cli.cli.mining import progress_console, render_mine_report
     from mempalace_cli.watch import FolderWatcher, stop_on_signals
 
     palace = env.palace()
@@ -85,12 +86,11 @@ def watch_folder(
     # Observe first, so nothing saved during the first pass is missed.
     kind = watcher.start()
     try:
-        bar = _MineProgress(env) if env.err.is_terminal and not json_output else None
+        progress = MineProgress(progress_console(env, json_output))
         try:
-            report = palace.mine(directory, wing=wing, agent=agent, mode=mode, progress=bar)
+            report = palace.mine(directory, wing=wing, agent=agent, mode=mode, progress=progress)
         finally:
-            if bar:
-                bar.stop()
+            progress.stop()
     except BaseException:
         watcher.close()
         raise

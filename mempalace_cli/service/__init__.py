@@ -20,6 +20,8 @@ from mempalace_cli.service.knowledge import KnowledgeOps
 from mempalace_cli.service.migrating import MigrateOps
 from mempalace_cli.service.mining import MiningOps
 from mempalace_cli.service.navigation import NavigationOps
+from mempalace_cli.service.neighbours import DrawerNeighbours
+from mempalace_cli.service.reembed import ReembedOps
 from mempalace_cli.service.wakeup import WakeUpOps
 from mempalace_cli.service.watching import WatchOps
 
@@ -33,6 +35,7 @@ class Palace(
     DiaryOps,
     NavigationOps,
     WakeUpOps,
+    ReembedOps,
     MigrateOps,
 ):
     """One palace: every operation the tool offers."""
@@ -74,6 +77,14 @@ class Palace(
         dry_run: bool = False,
     ) -> dict[str, Any]:
         return self.curation.forget(drawer_ids, source, wing, room, dry_run)
+
+    # -- a drawer's place in its file (service/neighbours.py) -------------------------------
+    @cached_property
+    def neighbours(self) -> DrawerNeighbours:
+        return DrawerNeighbours(self)
+
+    def drawer_neighbours(self, drawer_id: str, around: int = 2) -> dict[str, Any]:
+        return self.neighbours.drawer_neighbours(drawer_id, around)
 
 
 def open_palace(

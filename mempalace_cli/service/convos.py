@@ -106,7 +106,11 @@ class ConvoMiningOps(PalaceCore):
         if dry_run:
             report.files_mined = [p.rel for p in pending]
             report.drawers_added = sum(len(p.new_ids) for p in pending)
+            for p in pending:
+                reason = "new export" if not p.old_ids else "content changed"
+                report.plan_file(p.rel, not p.old_ids, reason, len(p.new_ids))
             report.files_removed = [_rel(root, s) for s in removed]
+            report.removed_drawers = {_rel(root, s): len(known[s].drawer_ids) for s in removed}
             gone, _ = self._stale(pending, removed, known, extra_claims=pending)
             report.drawers_removed = len(gone)
         else:

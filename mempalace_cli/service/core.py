@@ -21,10 +21,20 @@ from mempalace_cli.consistency import (
     row_from,
 )
 from mempalace_cli.drawer_rules import prepare_rows
-from mempalace_cli.embedder import Embedder, get_embedder
-from mempalace_cli.errors import NoPalaceError
+from mempalace_cli.embedder import MODEL_NAME, Embedder, get_embedder
+from mempalace_cli.errors import IncompatiblePalaceError, NoPalaceError
 from mempalace_cli.locking import PalaceLock
 from mempalace_cli.server_mirror import TeamLog
+from mempalace_cli.service.models import (
+    COLLECTION_META,
+    MODEL_META,
+    Binding,
+    active_collection,
+    binding_from_collection,
+    default_model,
+    dimension_of,
+    drawer_collections,
+)
 from mempalace_cli.store import DrawerStore
 
 __all__ = ["WRITE_IN_PROGRESS", "PalaceCore", "crashpoint", "meta_from", "now_iso", "row_from"]
@@ -52,12 +62,14 @@ class PalaceCore:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or resolve_settings()
         self.path = self.settings.palace_path
+        self._binding: Binding | None = None
 
     # -- components, created lazily ---------------------------------------------------------
     @cached_property
     def store(self) -> DrawerStore:
         store = DrawerStore(self.path, server=ServerOptions.from_settings(self.settings))
         store.retry_guard = self.lock.hold
+        store.binder = self._store_binding
         return store
 
     @cached_property
@@ -82,7 +94,7 @@ class PalaceCore:
             self.store,
             self.lock,
             server=bool(self.settings.chroma_url),
-            collection_name=COLLECTION_NAME,
+            collection_name=self.binding().collection,
         )
         if self.settings.chroma_url:
             consistency.team_log = self.team_log
@@ -90,7 +102,64 @@ class PalaceCore:
 
     @property
     def embedder(self) -> Embedder:
-        return get_embedder(self.settings.embedding_model_dir)
+        """The palace's own model: every vector of this palace, queries included."""
+        return get_embedder(self.binding().model, self.settings.embedding_model_dir)
+
+    def embedder_for(self, model: str) -> Embedder:
+        return get_embedder(model, self.settings.embedding_model_dir)
+
+    # -- the palace's embedding model (service/models.py) ----------------------------------
+    def binding(self) -> Binding:
+        """The palace's model and drawer collection, resolved once (see `current_binding`)."""
+        if self._binding is None:
+            self._binding = self._resolve_binding()
+        return self._binding
+
+    def current_binding(self) -> Binding:
+        """The binding, re-resolved if the palace changed since (a `reembed` in another
+        process switches model and collection with a generation bump)."""
+        binding = self._binding
+        moved = binding is not None and self.catalog.exists
+        if moved and self.catalog.generation() != binding.generation:
+            fresh = self._resolve_binding()
+            if (fresh.model, fresh.collection) != (binding.model, binding.collection):
+                self.store.reset_handle()
+                self.__dict__.pop("consistency", None)  # it reads the old collection's log
+            self._binding = fresh
+        return self.binding()
+
+    def _resolve_binding(self) -> Binding:
+        generation = self.catalog.generation() if self.catalog.exists else -1
+        local = not self.settings.chroma_url
+        if local and self.catalog.exists:
+            recorded = self.catalog.get_meta(MODEL_META)
+            if recorded:
+                name = self.catalog.get_meta(COLLECTION_META) or COLLECTION_NAME
+                return Binding(recorded, name, "recorded", generation)
+            if self.catalog.count():
+                return Binding(MODEL_NAME, COLLECTION_NAME, "legacy", generation)
+        if not local or self.store.has_local_data():
+            found = active_collection(drawer_collections(self.store.client))
+            if found is not None:
+                b = binding_from_collection(*found)
+                return Binding(b.model, b.collection, b.origin, generation)
+        return Binding(default_model(self.settings), COLLECTION_NAME, "new", generation)
+
+    def _store_binding(self) -> tuple[str, str, int]:
+        b = self.binding()
+        dim = dimension_of(b.model) or get_embedder(b.model).dimension
+        return b.collection, b.model, dim
+
+    def _record_binding(self, conn: Any) -> None:
+        """Write the palace's model into the catalogue (with the first write, or after a
+        server told us), so that it never depends on a default that may change."""
+        b = self.binding()
+        if b.origin == "recorded":
+            return
+        self.catalog.set_meta(conn, MODEL_META, b.model)
+        self.catalog.set_meta(conn, COLLECTION_META, b.collection)
+        if not self.settings.chroma_url:
+            self._binding = Binding(b.model, b.collection, "recorded", b.generation)
 
     def close(self) -> None:
         if "catalog" in self.__dict__:
@@ -113,6 +182,8 @@ class PalaceCore:
         self.path.mkdir(parents=True, exist_ok=True)
         _ = self.catalog.conn
         if new:
+            with self.catalog.transaction() as conn:
+                self._record_binding(conn)
             self.consistency.record_new_store()
         return new
 
@@ -128,6 +199,8 @@ class PalaceCore:
         """
         if self.settings.chroma_url or not self.catalog.exists:
             return False
+        if self._binding is not None:
+            self.current_binding()  # a reembed elsewhere may have switched the collection
         generation = self.catalog.generation()
         stale = self.store.is_stale(generation)
         if stale:
@@ -200,6 +273,7 @@ class PalaceCore:
         files: Sequence[FileRecord],
         forget_files: Sequence[str],
     ) -> None:
+        self._check_vector_size(embeddings, len(rows))
         self.consistency.begin_write()
         crashpoint("before_store_write")
         if self.settings.chroma_url:
@@ -217,6 +291,7 @@ class PalaceCore:
             )
         crashpoint("after_store_write")
         with self.catalog.transaction() as conn:
+            self._record_binding(conn)
             self.catalog.delete_drawers(conn, stale)
             self.catalog.upsert_drawers(conn, rows, embeddings)
             stamp = now_iso()
@@ -228,6 +303,19 @@ class PalaceCore:
             self.catalog.bump_generation(conn)
         self._wrote()
         crashpoint("after_catalog_write")
+
+    def _check_vector_size(self, embeddings: Any, n: int) -> None:
+        """Refuse vectors of another model (embedded before a `reembed` elsewhere switched the
+        palace while this process was working): they would corrupt the ranking silently."""
+        expected = dimension_of(self.binding().model)
+        got = len(embeddings[0]) if n else 0
+        if n and expected and got != expected:
+            raise IncompatiblePalaceError(
+                f"The palace now embeds with {self.binding().model} ({expected}-d), but these "
+                f"drawers were embedded with {got}-d vectors (the model changed while this "
+                "command ran). Nothing was filed.",
+                hint="Run the command again.",
+            )
 
     def _remove_drawers(self, ids: Sequence[str], forget_files: Sequence[str] = ()) -> None:
         with self.lock.hold():

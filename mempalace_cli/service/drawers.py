@@ -146,8 +146,11 @@ class DrawerOps(PalaceCore):
                 )
         since_n, before_n = parse_date(since, "since"), parse_date(before, "before")
         self.require()
-        # Embed the query (loading the model on a cold start) while sync() opens Chroma.
-        embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
+        # Embed the query with the palace's own model (loading it on a cold start) while
+        # sync() opens Chroma. The model is resolved here, on this thread.
+        self.current_binding()
+        embedder = self.embedder
+        embedding = _InBackground(embedder.embed_query, query) if mode != "lexical" else None
         try:
             return self._search(
                 query,
@@ -205,7 +208,8 @@ class DrawerOps(PalaceCore):
             catalog_distances=all_distances if from_catalog or filt.beyond_place else None,
             filt=filt if filt.beyond_place else None,
         )
-        ranked = fuse([h[0] for h in vector_hits], [i for i, _ in lexical_hits])
+        scores = fused_scores([h[0] for h in vector_hits], [i for i, _ in lexical_hits])
+        ranked = sorted(scores, key=lambda i: (-scores[i], i))
         top = ranked[:limit] if max_distance is None else ranked
 
         distances = {h[0]: h[1] for h in vector_hits}
@@ -245,6 +249,8 @@ class DrawerOps(PalaceCore):
                     "wing": meta.get("wing", ""),
                     "room": meta.get("room", ""),
                     "source_file": meta.get("source_file", ""),
+                    # The score that sets the order (weighted RRF), beside the similarity.
+                    "rank_score": round(scores[drawer_id], 6),
                     "similarity": _similarity(distances[drawer_id])
                     if drawer_id in distances
                     else None,
@@ -288,7 +294,7 @@ class DrawerOps(PalaceCore):
         return name_to_read(wing, places), name_to_read(room, rooms)
 
     def _embed_query(self, query: str) -> Any:
-        return self.embedder.embed([query])[0]
+        return self.embedder.embed_query(query)
 
     def search_candidates(
         self,
@@ -364,6 +370,8 @@ class DrawerOps(PalaceCore):
         if not ids:
             return []
         q = np.asarray(query_vec, dtype=np.float32)
+        if unit.shape[1] != q.shape[0]:  # vectors of another model: a reembed just switched
+            return None
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         dist = 1.0 - unit @ q
         distances.update(zip(ids, dist.tolist(), strict=True))
@@ -569,13 +577,19 @@ def fusion_params() -> dict[str, Any]:
     }
 
 
-def fuse(vector_ids: list[str], lexical_ids: list[str]) -> list[str]:
-    """Weighted reciprocal rank fusion of the two rankings (best first); either may be
-    empty. Ties break on the id, so the order is deterministic."""
+def fused_scores(vector_ids: list[str], lexical_ids: list[str]) -> dict[str, float]:
+    """Weighted reciprocal rank fusion of the two rankings: each drawer's rank score."""
     fused: dict[str, float] = {}
     for ranking, weight in ((vector_ids, VECTOR_WEIGHT), (lexical_ids, LEXICAL_WEIGHT)):
         for rank, drawer_id in enumerate(ranking):
             fused[drawer_id] = fused.get(drawer_id, 0.0) + weight / (RRF_K + rank + 1)
+    return fused
+
+
+def fuse(vector_ids: list[str], lexical_ids: list[str]) -> list[str]:
+    """The fused ranking (best first); either side may be empty. Ties break on the id, so
+    the order is deterministic."""
+    fused = fused_scores(vector_ids, lexical_ids)
     return sorted(fused, key=lambda i: (-fused[i], i))
 
 

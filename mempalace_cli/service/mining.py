@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,12 @@ from mempalace_cli.miners.project import (
 from mempalace_cli.miners.rooms import detect_rooms, normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
 
-# Progress callback: (event, data). Events: "plan" {files, chunks}, "embedded" {chunks},
-# "file" {path, drawers}.
+# Progress callback: (event, data). Events: "scan" {path, files} per file looked at,
+# "plan" {files, chunks}, "load" {} before the model loads, "embedded" {chunks} per slice,
+# "file" {path, drawers} once a file's drawers are written.
 ProgressFn = Callable[[str, dict[str, Any]], None]
 EMBED_GROUP = 256  # chunks embedded and written per lock hold
+EMBED_SLICE = 32  # chunks per embedding call: progress moves at least this often
 MINE_MODES = ("projects", "convos")
 DEFAULT_AGENT = "mempalace-cli"
 
@@ -72,6 +75,7 @@ class PendingFile:
     content_hash: str
     rows: list[DrawerRow]
     old_ids: list[str]
+    reason: str = "new file"  # why it is (re)filed: the mining plan's words
 
     @property
     def source(self) -> str:
@@ -93,8 +97,32 @@ class MineReport:
     palace_created: bool = False
     limited: bool = False
     elapsed_seconds: float = 0.0
+    # The mining plan, file by file: {"file", "action": add|change, "reason", "drawers"};
+    # skips and removals are added by `plan()`.
+    planned: list[dict[str, Any]] = field(default_factory=list)
+    removed_drawers: dict[str, int] = field(default_factory=dict)
+
+    def plan_file(self, rel: str, new: bool, reason: str, drawers: int) -> None:
+        action = "add" if new else "change"
+        self.planned.append({"file": rel, "action": action, "reason": reason, "drawers": drawers})
+
+    def plan(self) -> list[dict[str, Any]]:
+        """Every file this run adds, changes, skips (with the reason) or removes, by path."""
+        entries = list(self.planned)
+        entries += [{**s, "action": "skip", "drawers": 0} for s in self.files_skipped]
+        entries += [
+            {
+                "file": f,
+                "action": "remove",
+                "reason": "no longer in the folder",
+                "drawers": self.removed_drawers.get(f, 0),
+            }
+            for f in self.files_removed
+        ]
+        return sorted(entries, key=lambda e: (e["file"], e["action"]))
 
     def to_dict(self) -> dict[str, Any]:
+        plan = {"plan": self.plan()} if self.dry_run else {}
         return {
             "directory": self.directory,
             "wing": self.wing,
@@ -113,6 +141,7 @@ class MineReport:
             "skipped": self.files_skipped,
             "limited": self.limited,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
+            **plan,
         }
 
 
@@ -209,7 +238,7 @@ class MiningOps(PalaceCore):
         stored = self.catalog.get_meta(rooms_key) if self.catalog.exists else None
         rooms_changed = stored is not None and stored != fingerprint
         pending, seen = self._scan(
-            root, project, wing_name, agent, known, limit, report, rooms_changed
+            root, project, wing_name, agent, known, limit, report, rooms_changed, notify
         )
         report.limited = limit is not None and len(seen) >= limit
         removed = [] if report.limited else [src for src in known if src not in seen]
@@ -222,8 +251,11 @@ class MiningOps(PalaceCore):
         if dry_run:
             report.files_mined = [p.rel for p in pending]
             report.drawers_added = sum(len(p.rows) for p in pending)
+            for p in pending:
+                report.plan_file(p.rel, not p.old_ids, p.reason, len(p.rows))
             report.files_removed = [_rel(root, s) for s in removed]
-            report.drawers_removed = sum(len(known[s].drawer_ids) for s in removed)
+            report.removed_drawers = {_rel(root, s): len(known[s].drawer_ids) for s in removed}
+            report.drawers_removed = sum(report.removed_drawers.values())
         else:
             self._write_pending(pending, root, wing_name, mode, report, notify)
             self._remove_files(root, removed, known, report)
@@ -244,10 +276,12 @@ class MiningOps(PalaceCore):
         limit: int | None,
         report: MineReport,
         rooms_changed: bool = False,
+        notify: ProgressFn | None = None,
     ) -> tuple[list[PendingFile], set[str]]:
         pending: list[PendingFile] = []
         seen: set[str] = set()
         skip = [self.path]  # the palace may live inside the mined folder
+        notify = notify or (lambda event, data: None)
         for item in walk(root, project.exclude, skip):
             if isinstance(item, Skipped):
                 report.files_skipped.append({"file": item.rel, "reason": item.reason})
@@ -257,6 +291,7 @@ class MiningOps(PalaceCore):
             assert isinstance(item, Candidate)
             src = item.source
             seen.add(src)
+            notify("scan", {"path": item.rel, "files": len(seen)})
             try:
                 planned = self._plan_candidate(
                     root, item, project, wing, agent, known.get(src), report, rooms_changed
@@ -329,6 +364,9 @@ class MiningOps(PalaceCore):
                     "source_root": source_key(root),
                     "source_hash": digest,
                     "source_mtime": content.mtime,
+                    # The source's own date (its last change): what search --since/--before
+                    # compare, before the filing date (filters.py).
+                    **_source_date(content.mtime),
                     "line_start": c.line_start,
                     "line_end": c.line_end,
                     "encoding": content.encoding,
@@ -337,7 +375,10 @@ class MiningOps(PalaceCore):
             for c in chunks
         ]
         old_ids = list(rec.drawer_ids) if rec else []
-        return PendingFile(item.path, item.rel, content.size, content.mtime, digest, rows, old_ids)
+        reason = _change_reason(rec, wing, digest)
+        return PendingFile(
+            item.path, item.rel, content.size, content.mtime, digest, rows, old_ids, reason
+        )
 
     def _room_moved(
         self, rec: FileRecord, rel: str, text: str, project: ProjectConfig, rooms_changed: bool
@@ -361,6 +402,9 @@ class MiningOps(PalaceCore):
         mined when it wasn't."""
         group: list[PendingFile] = []
         size = 0
+        if pending:
+            notify("load", {})  # the model loads before the first drawer moves
+            self.embedder.ensure_loaded()
         for i, item in enumerate(pending):
             group.append(item)
             size += len(item.rows)
@@ -378,8 +422,8 @@ class MiningOps(PalaceCore):
         notify: ProgressFn,
     ) -> None:
         rows = [r for f in group for r in f.rows]
-        embeddings = self.embedder.embed([r.text for r in rows])
-        notify("embedded", {"chunks": len(rows)})
+        owners = [f.rel for f in group for _ in f.rows]
+        embeddings = self._embed_with_progress([r.text for r in rows], owners, notify)
         with self.lock.hold():
             replace: list[str] = []
             for f in group:
@@ -405,6 +449,21 @@ class MiningOps(PalaceCore):
             report.files_mined.append(f.rel)
             notify("file", {"path": f.rel, "drawers": len(f.rows)})
 
+    def _embed_with_progress(self, texts: list[str], owners: list[str], notify: ProgressFn) -> Any:
+        """Embed in slices of EMBED_SLICE, telling `notify` after each (the file the slice ends
+        in, and how many of this group's files it reached), so progress moves every few
+        drawers, not once per write group."""
+        import numpy as np
+
+        parts = []
+        reached = 0
+        for start in range(0, len(texts), EMBED_SLICE):
+            parts.append(self.embedder.embed(texts[start : start + EMBED_SLICE]))
+            end = start + len(parts[-1])
+            reached += len(set(owners[start:end]) - set(owners[:start]))
+            notify("embedded", {"chunks": end - start, "path": owners[end - 1], "files": reached})
+        return np.concatenate(parts) if parts else self.embedder.embed([])
+
     def _remove_files(
         self, root: Path, removed: list[str], known: dict[str, FileRecord], report: MineReport
     ) -> None:
@@ -418,6 +477,28 @@ class MiningOps(PalaceCore):
             self._remove_drawers(ids, forget_files=removed)
         report.drawers_removed += len(ids)
         report.files_removed = [_rel(root, s) for s in removed]
+
+
+def _source_date(timestamp: float) -> dict[str, str]:
+    """{"date": the file time as UTC ISO}, or nothing for a time no calendar can hold (a
+    hostile or broken mtime): the drawer then dates from its filing."""
+    try:
+        return {"date": datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")}
+    except (OverflowError, OSError, ValueError):
+        return {}
+
+
+def _change_reason(rec: FileRecord | None, wing: str, digest: str) -> str:
+    """Why a file is filed again, in the words of the mining plan."""
+    if rec is None:
+        return "new file"
+    if rec.wing != wing:
+        return f"moves from wing {rec.wing}"
+    if rec.ingest_mode != "projects":
+        return f"was mined as {rec.ingest_mode}"
+    if rec.content_hash != digest:
+        return "content changed"
+    return "room changed in mempalace.toml"
 
 
 def _rel(root: Path | str, src: str) -> str:

@@ -1,0 +1,146 @@
+"""`mempalace reembed --model NAME` and `mempalace models`: switch a palace's embedding model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from mempalace_cli.cli.env import Env, get_env, print_json
+
+JSON_HELP = "Print one JSON document on stdout instead of text."
+EXIT_INTERRUPTED = 130
+
+
+class _ReembedProgress:
+    """A progress bar with an ETA on stderr, fed by the service's reembed events."""
+
+    def __init__(self, env: Env) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]re-embedding[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("drawers"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=env.err,
+            transient=True,
+        )
+        self.task: Any = None
+
+    def __call__(self, event: str, data: dict[str, Any]) -> None:
+        if event == "reembed_start":
+            self.progress.start()
+            self.task = self.progress.add_task("reembed", total=data["total"])
+            self.progress.update(self.task, completed=data["done"])
+        elif self.task is not None and event in ("reembed_batch", "reembed_done"):
+            self.progress.update(self.task, completed=data["done"])
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.progress.stop()
+
+
+class _Counter:
+    """Remembers how far a run got, for the message after Ctrl-C."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.done = 0
+        self.total = 0
+
+    def __call__(self, event: str, data: dict[str, Any]) -> None:
+        self.done, self.total = data.get("done", self.done), data.get("total", self.total)
+        if self.inner is not None:
+            self.inner(event, data)
+
+
+def reembed(
+    ctx: typer.Context,
+    model: str = typer.Option(
+        ..., "--model", metavar="NAME", help="The model to switch to (see `mempalace models`)."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Switch a palace made by MemPalace too (MemPalace then can't search it).",
+    ),
+    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Embed every drawer again with MODEL and switch the palace to it.
+
+    Searches keep using the old vectors until the switch at the end. Safe to stop (Ctrl+C, or
+    a crash): run the same command again to continue where it stopped.
+
+    Example: mempalace reembed --model use-multilingual-v3
+    """
+    env = get_env(ctx)
+    bar = _ReembedProgress(env) if env.err.is_terminal and not json_output else None
+    counter = _Counter(bar)
+    try:
+        report = env.palace().reembed(model, force=force, progress=counter)
+    except KeyboardInterrupt:
+        if bar:
+            bar.stop()
+        message = (
+            f"Interrupted after {counter.done} of {counter.total} drawers; searches still use "
+            f"the old model. Run `mempalace reembed --model {model}` again to continue."
+        )
+        if json_output:
+            print_json({"error": {"message": message, "hint": None, "kind": "interrupted"}})
+        else:
+            env.err.print(message, highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    finally:
+        if bar:
+            bar.stop()
+    if json_output:
+        print_json(report)
+        return
+    if not report["switched"]:
+        env.out.print(f"The palace already embeds with [bold]{report['model']}[/]; nothing to do.")
+        return
+    resumed = f" (continued from {report['resumed_from']})" if report["resumed_from"] else ""
+    env.out.print(
+        f"Re-embedded {report['drawers']} drawers{resumed}: the palace now embeds with "
+        f"[bold]{report['model']}[/] (was {report['model_before']})."
+    )
+
+
+def models(
+    ctx: typer.Context, json_output: bool = typer.Option(False, "--json", help=JSON_HELP)
+) -> None:
+    """List the embedding models, and which one this palace and new palaces use."""
+    env = get_env(ctx)
+    report = env.palace().embedding_models()
+    if json_output:
+        print_json(report)
+        return
+    table = Table("model", "dim", "languages", "", box=None, pad_edge=False)
+    for m in report["models"]:
+        marks = []
+        if m["name"] == report["palace_model"]:
+            marks.append("this palace")
+        if m["name"] == report["default_model"]:
+            marks.append("default for new palaces")
+        table.add_row(m["name"], str(m["dimension"] or "?"), m["languages"], ", ".join(marks))
+    env.out.print(table)
+    env.out.print(
+        "Switch this palace with: [bold]mempalace reembed --model NAME[/]; choose the model of "
+        "new palaces with embedding_model in config.toml."
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(reembed)
+    app.command()(models)

