@@ -218,11 +218,10 @@ def check_fact(
             )
     start = parse_date(valid_from, "valid_from")
     end = parse_date(valid_to, "valid_to")
-    if start is not None and end is not None and _window(end)[0] <= _window(start)[0]:
+    if start is not None and end is not None and _window(end)[1] < _window(start)[0]:
         raise InvalidInputError(
-            f"valid_to {end} is not after valid_from {start}.",
-            hint="valid_to is the first date the fact no longer holds; it must come after "
-            "valid_from.",
+            f"valid_to {end} is before valid_from {start}.",
+            hint="valid_to is the last date the fact holds; it can't come before valid_from.",
         )
     if not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
         raise InvalidInputError(f"confidence must be between 0 and 1, not {confidence!r}.")
@@ -240,17 +239,17 @@ def not_open_error(subject: str, pred: str, obj: str, end: str, known: list[Fact
             "(predicates are lower case with underscores)."
         )
     return NotFoundError(
-        f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was invalidated.",
+        f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was changed.",
         hint=hint,
     )
 
 
 def check_end_after_start(facts: list[Fact], end: str) -> None:
     for fact in facts:
-        if fact.valid_from is not None and _window(end)[0] <= fact.valid_from:
+        if fact.valid_from is not None and _window(end)[1] < fact.valid_from:
             raise InvalidInputError(
-                f"ended {end} is not after the fact's valid_from {fact.valid_from}.",
-                hint="Pass --ended with a date after the fact started.",
+                f"ended {end} is before the fact's valid_from {fact.valid_from}.",
+                hint="Pass --ended with a date on or after the day the fact started.",
             )
 
 

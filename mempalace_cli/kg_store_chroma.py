@@ -35,6 +35,7 @@ from mempalace_cli.kg import (
     check_query,
     chronological,
     entity_id,
+    is_current,
     normalize_predicate,
     not_open_error,
     now_stamp,
@@ -75,7 +76,8 @@ def _fact_meta(f: Fact) -> dict[str, Any]:
         "object_id": f.object_id,
         "object": f.object,
         "from_us": to_us(f.valid_from) if f.valid_from else FAR_PAST,
-        "to_us": to_us(f.valid_to) if f.valid_to else FAR_FUTURE,
+        # valid_to is inclusive: a date-only end covers its whole day.
+        "to_us": to_us(_window(f.valid_to)[1]) if f.valid_to else FAR_FUTURE,
         "confidence": float(f.confidence),
         "recorded_at": f.recorded_at,
     }
@@ -325,8 +327,8 @@ class ChromaFactStore:
         when = parse_date(as_of, "as_of")
         if when is not None:
             low, high = _window(when)
-            # kg.py's rule: started by the end of the window, not ended by its start.
-            clauses += [{"from_us": {"$lte": to_us(high)}}, {"to_us": {"$gt": to_us(low)}}]
+            # kg.py's rule: started by the end of the window, ended no earlier than its start.
+            clauses += [{"from_us": {"$lte": to_us(high)}}, {"to_us": {"$gte": to_us(low)}}]
         return self._facts(_and(*clauses))
 
     def timeline(
@@ -343,11 +345,10 @@ class ChromaFactStore:
         return facts[:limit] if limit is not None else facts
 
     def stats(self) -> dict[str, Any]:
-        now_us = to_us(now_stamp())
         got = self._get(where={"kind": "fact"})
         metas = got["metadatas"]
         entities = len(self._get(where={"kind": "entity"})["ids"])
-        expired = sum(1 for m in metas if m["to_us"] <= now_us)
+        expired = sum(1 for m in metas if not is_current(m.get("valid_to")))
         counts = Counter(m["predicate"] for m in metas)
         predicates = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         return {
