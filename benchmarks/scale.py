@@ -316,6 +316,9 @@ def measure(work: Path, n_queries: int) -> dict[str, Any]:
     env = cli_env(home)
     queries = (QUERIES * 10)[:n_queries]
     fresh = [run_with_rss(cli(palace, home, "search", q, "--json"), env) for q in queries]
+    # The same searches ranked the way they were before the index: every catalogue vector read.
+    old_env = {**env, "MEMPALACE_VECTOR_INDEX": "0"}
+    old = [run_with_rss(cli(palace, home, "search", q, "--json"), old_env) for q in queries]
     warm = run_with_rss([sys.executable, "-c", WARM_SCRIPT, str(palace), json.dumps(QUERIES)], env)
     status = [run_with_rss(cli(palace, home, "status", "--json"), env) for _ in range(3)]
     remine = run_with_rss(
@@ -326,6 +329,10 @@ def measure(work: Path, n_queries: int) -> dict[str, Any]:
         "fresh_search": {
             **dist([r["seconds"] for r in fresh]),
             "peak_rss_mib": max(r["peak_rss_mib"] for r in fresh),
+        },
+        "fresh_search_without_index": {
+            **dist([r["seconds"] for r in old]),
+            "peak_rss_mib": max(r["peak_rss_mib"] for r in old),
         },
         "warm_search": {
             **dist(json.loads(warm["stdout"])),
@@ -362,6 +369,17 @@ def disk(palace: Path) -> dict[str, Any]:
     }
 
 
+def reusable(work: Path, size: int, results_file: Path) -> dict[str, Any] | None:
+    """The build report of a palace a previous run left in `work` (--reuse), if complete."""
+    if (work / "build.json").exists():
+        return json.loads((work / "build.json").read_text(encoding="utf-8"))
+    if (work / "palace").exists() and results_file.exists():  # a run from before build.json
+        for entry in json.loads(results_file.read_text(encoding="utf-8"))["sizes"]:
+            if entry["drawers"] == size:
+                return entry["build"]
+    return None
+
+
 def load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
@@ -393,6 +411,17 @@ def markdown(results: dict[str, Any]) -> str:
         lambda s: f"**{s['fresh_search']['p50']:.2f}** / {s['fresh_search']['p95']:.2f}",
     )
     row("fresh CLI search peak RSS MiB", lambda s: f"{s['fresh_search']['peak_rss_mib']:.0f}")
+    row(
+        "same, without the index (every vector read): p50 s / peak RSS MiB",
+        lambda s: (
+            f"{s['fresh_search_without_index']['p50']:.2f} / "
+            f"{s['fresh_search_without_index']['peak_rss_mib']:.0f}"
+        ),
+    )
+    row(
+        "fresh search p50 ratio, index / without",
+        lambda s: f"{s['fresh_search']['p50'] / s['fresh_search_without_index']['p50']:.2f}",
+    )
     row(
         "warm search p50 / p95 ms",
         lambda s: f"{s['warm_search']['p50'] * 1000:.0f} / {s['warm_search']['p95'] * 1000:.0f}",
@@ -438,6 +467,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=5000, help="drawers per add_drawers call")
     ap.add_argument("--data", type=Path, default=BENCH)
     ap.add_argument("--work", type=Path, help="keep the palaces here (default: a temp dir)")
+    ap.add_argument(
+        "--reuse", action="store_true", help="measure palaces a previous --work run left"
+    )
+    ap.add_argument("--not-run", default="", help="sizes not built, and why (for the report)")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "scale.json")
     args = ap.parse_args(argv)
     started = time.perf_counter()
@@ -449,14 +482,18 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "text_source": pool.source,
         "sizes": [],
+        "not_run": args.not_run,
     }
     try:
         for size in [int(s) for s in args.sizes.split(",")]:
             work = work_root / f"s{size}"
-            if work.exists():
-                shutil.rmtree(work)
-            print(f"building {size:,} drawers in {work} ...", file=sys.stderr, flush=True)
-            built = build(size, pool, work, args.batch)
+            built = reusable(work, size, args.out) if args.reuse else None
+            if built is None:
+                if work.exists():
+                    shutil.rmtree(work)
+                print(f"building {size:,} drawers in {work} ...", file=sys.stderr, flush=True)
+                built = build(size, pool, work, args.batch)
+                (work / "build.json").write_text(json.dumps(built), encoding="utf-8")
             print(f"measuring {size:,} ...", file=sys.stderr, flush=True)
             measured = measure(work, args.queries)
             results["sizes"].append(

@@ -45,6 +45,9 @@ RESCORE_FACTOR = 4  # int8 candidates kept per result wanted, then ranked exactl
 MIN_RESCORE = 200
 FETCH_ROWS = 5000  # catalogue rows read per batch while building
 LOG_TRIM_AT = 20000  # log rows kept before the updater trims what it has applied
+# "0" turns the index off (search reads every catalogue vector, as before it existed): for
+# benchmarks/scale.py to compare both paths in one run, and as an escape hatch.
+SWITCH_ENV = "MEMPALACE_VECTOR_INDEX"
 
 _LOG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_log (
@@ -107,6 +110,8 @@ class VectorIndex:
         caller ranks another way."""
         import numpy as np
 
+        if os.environ.get(SWITCH_ENV, "1") == "0":
+            return None
         try:
             header = self.current()
         except (OSError, sqlite3.Error):
