@@ -210,7 +210,7 @@ def build(size: int, pool: TurnPool, work: Path, batch: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     files = write_corpus(corpus, pool.exchanges(mined, seed=size + 1))
     report = p.mine(str(corpus), wing="chats", mode="convos")
-    mined_drawers = report.get("drawers_added", report.get("drawers", 0))
+    mined_drawers = (report.get("drawers") or {}).get("added")
     t_mine = time.perf_counter() - t0
     rng = random.Random(size)
     rooms = [f"topic_{i:02d}" for i in range(24)]
@@ -242,8 +242,6 @@ def build(size: int, pool: TurnPool, work: Path, batch: int) -> dict[str, Any]:
     t2 = time.perf_counter()
     p.search(QUERIES[0], mode="vector")
     first_search = time.perf_counter() - t2
-    held_out = stand_in.embed(pool.exchanges(200, seed=size * 13))
-    recall = recall_at_10(p, held_out)
     p.close()
     build_s = t_mine + t_add
     return {
@@ -255,7 +253,6 @@ def build(size: int, pool: TurnPool, work: Path, batch: int) -> dict[str, Any]:
         "chroma_write_s": round(timers.get("chroma_write_s", 0.0), 1),
         "catalog_write_s": round(timers.get("catalog_write_s", 0.0), 1),
         "first_search_s": round(first_search, 2),
-        "recall_at_10": recall,
     }
 
 
@@ -311,10 +308,14 @@ print(json.dumps(times))
 """
 
 
-def measure(work: Path, n_queries: int) -> dict[str, Any]:
+def measure(work: Path, n_queries: int, pool: TurnPool, size: int) -> dict[str, Any]:
     palace, home, corpus = work / "palace", work / "home", work / "corpus"
     env = cli_env(home)
     queries = (QUERIES * 10)[:n_queries]
+    # The index built from scratch by a fresh search (after the catalogue was rebuilt, or the
+    # first search after an upgrade); later writes only append to it.
+    shutil.rmtree(palace / "vector_index", ignore_errors=True)
+    first = run_with_rss(cli(palace, home, "search", QUERIES[0], "--json"), env)
     fresh = [run_with_rss(cli(palace, home, "search", q, "--json"), env) for q in queries]
     # The same searches ranked the way they were before the index: every catalogue vector read.
     old_env = {**env, "MEMPALACE_VECTOR_INDEX": "0"}
@@ -325,7 +326,12 @@ def measure(work: Path, n_queries: int) -> dict[str, Any]:
         cli(palace, home, "mine", str(corpus), "--wing", "chats", "--mode", "convos", "--json"),
         env,
     )
+    p, stand_in = stand_in_palace(palace, home, {})
+    recall = recall_at_10(p, stand_in.embed(pool.exchanges(200, seed=size * 13)))
+    p.close()
     return {
+        "index_build_search": {"seconds": first["seconds"], "peak_rss_mib": first["peak_rss_mib"]},
+        "recall_at_10": recall,
         "fresh_search": {
             **dist([r["seconds"] for r in fresh]),
             "peak_rss_mib": max(r["peak_rss_mib"] for r in fresh),
@@ -380,6 +386,90 @@ def reusable(work: Path, size: int, results_file: Path) -> dict[str, Any] | None
     return None
 
 
+VECTOR_ONLY_SCRIPT = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+import numpy as np
+from pathlib import Path
+from mempalace_cli.catalog import Catalog
+from mempalace_cli.vector_index import VectorIndex
+palace, mode = Path(sys.argv[1]), sys.argv[2]
+index = VectorIndex(palace, Catalog(palace).conn)
+q = np.random.default_rng(int(sys.argv[3])).standard_normal(384).astype(np.float32)
+if mode == "warm":
+    index.keep_in_memory()
+    index.nearest(q, 50)
+    times = []
+    for i in range(10):
+        t = time.perf_counter(); index.nearest(q + i, 50); times.append(time.perf_counter() - t)
+    print(json.dumps({"warm": times}))
+else:
+    t1 = time.perf_counter()
+    index.nearest(q, 50)
+    t2 = time.perf_counter()
+    print(json.dumps({"process_s": t2 - t0, "nearest_s": t2 - t1,
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def vector_only(size: int, work: Path) -> dict[str, Any]:
+    """The vector side of a fresh search at `size` drawers, measured on a catalogue holding
+    only ids, wing/room and vectors (no Chroma, no text): what the index costs, alone."""
+    import numpy as np
+
+    from mempalace_cli.catalog import Catalog
+
+    palace = work / f"vector-only-{size}"
+    shutil.rmtree(palace, ignore_errors=True)
+    catalog = Catalog(palace)
+    rng = np.random.default_rng(size)
+    t0 = time.perf_counter()
+    with catalog.transaction() as conn:
+        for start in range(0, size, 20000):
+            n = min(20000, size - start)
+            vecs = rng.standard_normal((n, DIM), dtype=np.float32)
+            conn.executemany(
+                "INSERT INTO drawers(id, wing, room, embedding) VALUES (?, ?, ?, ?)",
+                [
+                    (f"d{start + i}", f"w{(start + i) % 4}", f"r{(start + i) % 24}", v.tobytes())
+                    for i, v in enumerate(vecs)
+                ],
+            )
+    fill = time.perf_counter() - t0
+    catalog.close()
+    env = dict(os.environ)
+    t1 = time.perf_counter()
+    built = run_with_rss([sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "fresh", "0"], env)
+    build_s = time.perf_counter() - t1
+    fresh = [
+        json.loads(
+            run_with_rss(
+                [sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "fresh", str(i)], env
+            )["stdout"]
+        )
+        for i in range(1, 6)
+    ]
+    warm = json.loads(
+        run_with_rss([sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "warm", "9"], env)[
+            "stdout"
+        ]
+    )
+    index_bytes = sum(f.stat().st_size for f in (palace / "vector_index").iterdir())
+    shutil.rmtree(palace, ignore_errors=True)
+    return {
+        "drawers": size,
+        "fill_catalogue_s": round(fill, 1),
+        "first_search_builds_index_s": round(build_s, 1),
+        "first_search_peak_rss_mib": built["peak_rss_mib"],
+        "fresh_nearest": dist([f["nearest_s"] for f in fresh]),
+        "fresh_process": dist([f["process_s"] for f in fresh]),
+        "fresh_peak_rss_mib": max(f["peak_rss_mib"] for f in fresh),
+        "warm_nearest": dist(warm["warm"]),
+        "index_bytes_per_drawer": round(index_bytes / size, 1),
+        "load": load(),
+    }
+
+
 def load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
@@ -405,7 +495,13 @@ def markdown(results: dict[str, Any]) -> str:
         "build: Chroma write s / catalogue write s",
         lambda s: f"{s['build']['chroma_write_s']} / {s['build']['catalog_write_s']}",
     )
-    row("first search after build (builds index) s", lambda s: f"{s['build']['first_search_s']}")
+    row(
+        "fresh search that builds the index from scratch: s / peak RSS MiB",
+        lambda s: (
+            f"{s['index_build_search']['seconds']:.1f} / "
+            f"{s['index_build_search']['peak_rss_mib']:.0f}"
+        ),
+    )
     row(
         "**fresh CLI search p50 / p95 s**",
         lambda s: f"**{s['fresh_search']['p50']:.2f}** / {s['fresh_search']['p95']:.2f}",
@@ -431,7 +527,7 @@ def markdown(results: dict[str, Any]) -> str:
     row("re-mine, nothing changed, s", lambda s: f"{s['remine_unchanged']['seconds']:.2f}")
     row(
         "recall@10, index vs exact",
-        lambda s: f"{s['build']['recall_at_10']['recall']:.4f}",
+        lambda s: f"{s['recall_at_10']['recall']:.4f}",
     )
     row(
         "on disk MB: total (Chroma / catalogue / index)",
@@ -453,8 +549,25 @@ def markdown(results: dict[str, Any]) -> str:
         f"Machine: {results['machine']}. Date: {results['date']}. "
         f"Wall time: {results['wall_s'] / 60:.1f} min. Text: {results['text_source']}.",
         "",
-        *lines,
+        *(lines if sizes else []),
     ]
+    if results.get("vector_only"):
+        out += [
+            "",
+            "The vector index alone (a catalogue of ids, wing/room and random vectors; no Chroma,",
+            "no text; `--vector-only`): a fresh process ranking the top 50 by the index.",
+            "",
+            "| drawers | first search (builds index) s | fresh: nearest s p50 | fresh: whole "
+            "process s p50 | fresh peak RSS MiB | warm nearest ms p50 | index bytes/drawer |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for v in results["vector_only"]:
+            out.append(
+                f"| {v['drawers']:,} | {v['first_search_builds_index_s']} | "
+                f"{v['fresh_nearest']['p50']:.3f} | {v['fresh_process']['p50']:.2f} | "
+                f"{v['fresh_peak_rss_mib']:.0f} | {v['warm_nearest']['p50'] * 1000:.0f} | "
+                f"{v['index_bytes_per_drawer']} |"
+            )
     if results.get("not_run"):
         out += ["", f"Not run: {results['not_run']}"]
     return "\n".join(out) + "\n"
@@ -471,6 +584,11 @@ def main(argv: list[str] | None = None) -> int:
         "--reuse", action="store_true", help="measure palaces a previous --work run left"
     )
     ap.add_argument("--not-run", default="", help="sizes not built, and why (for the report)")
+    ap.add_argument(
+        "--vector-only",
+        default="",
+        help="sizes at which to measure the vector index alone (no Chroma, no text)",
+    )
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "scale.json")
     args = ap.parse_args(argv)
     started = time.perf_counter()
@@ -485,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         "not_run": args.not_run,
     }
     try:
-        for size in [int(s) for s in args.sizes.split(",")]:
+        for size in [int(s) for s in args.sizes.split(",") if s]:
             work = work_root / f"s{size}"
             built = reusable(work, size, args.out) if args.reuse else None
             if built is None:
@@ -495,22 +613,31 @@ def main(argv: list[str] | None = None) -> int:
                 built = build(size, pool, work, args.batch)
                 (work / "build.json").write_text(json.dumps(built), encoding="utf-8")
             print(f"measuring {size:,} ...", file=sys.stderr, flush=True)
-            measured = measure(work, args.queries)
+            measured = measure(work, args.queries, pool, size)
             results["sizes"].append(
                 {"drawers": built["drawers"], "build": built, **measured, "load": load()}
             )
-            results["wall_s"] = round(time.perf_counter() - started, 1)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-            args.out.with_suffix(".md").write_text(markdown(results), encoding="utf-8")
-            print(markdown(results), file=sys.stderr, flush=True)
+            save(results, args.out, started)
             if not args.work:
                 shutil.rmtree(work, ignore_errors=True)
+        for size in [int(s) for s in args.vector_only.split(",") if s]:
+            print(f"vector index alone at {size:,} drawers ...", file=sys.stderr, flush=True)
+            results.setdefault("vector_only", []).append(vector_only(size, work_root))
+            print(json.dumps(results["vector_only"][-1]), file=sys.stderr, flush=True)
+            save(results, args.out, started)
     finally:
         if not args.work:
             shutil.rmtree(work_root, ignore_errors=True)
+    save(results, args.out, started)
     print(markdown(results))
     return 0
+
+
+def save(results: dict[str, Any], out: Path, started: float) -> None:
+    results["wall_s"] = round(time.perf_counter() - started, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    out.with_suffix(".md").write_text(markdown(results), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -353,7 +353,9 @@ class VectorIndex:
                     f.seek(start * dim)
                     block = buf[: stop - start]
                     f.readinto(memoryview(block).cast("B"))
-                scores[start:stop] = (block.astype(np.float32) @ q) * scales[start:stop]
+                # einsum, not `@`: a matrix-vector product through multi-threaded BLAS spins
+                # its threads (5x the CPU on a busy machine), and einsum reads int8 directly.
+                scores[start:stop] = np.einsum("ij,j->i", block, q) * scales[start:stop]
         scores[~keep] = -np.inf
         return scores, rowids
 
