@@ -37,8 +37,10 @@ import platform
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -48,7 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from perf import dist, run_with_rss  # noqa: E402
+from perf import dist  # noqa: E402
 
 BENCH = REPO.parent.parent / "shared" / "bench"
 LME_FILE = "longmemeval_s_dev50.json.xz"
@@ -284,6 +286,45 @@ def recall_at_10(p: Any, queries: Any) -> dict[str, Any]:
 
 
 # -- measuring ----------------------------------------------------------------------------------
+def run_with_rss(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Run a command: wall seconds, CPU seconds (user + system, the child's own rusage: what
+    to compare on a machine other jobs are loading) and peak RSS in MiB."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    chunks: dict[str, bytes] = {}
+    threads = [
+        threading.Thread(target=lambda n=n, s=s: chunks.__setitem__(n, s.read()))
+        for n, s in (("out", proc.stdout), ("err", proc.stderr))
+    ]
+    for t in threads:
+        t.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    for t in threads:
+        t.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out = chunks.get("out", b"").decode("utf-8", "replace")
+    if proc.returncode != 0:
+        err = chunks.get("err", b"").decode("utf-8", "replace")
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-2000:]}")
+    return {
+        "seconds": round(seconds, 3),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "stdout": out,
+    }
+
+
+def timing(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        **dist([r["seconds"] for r in runs]),
+        "cpu": dist([r["cpu_s"] for r in runs]),
+        "peak_rss_mib": max(r["peak_rss_mib"] for r in runs),
+    }
+
+
 def cli(palace: Path, home: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "mempalace_cli", "--palace", str(palace), *args]
 
@@ -300,11 +341,13 @@ queries = json.loads(sys.argv[2])
 p.vector_index().keep_in_memory()
 for q in queries[:3]:
     p.search(q)
-times = []
+wall, cpu = [], []
 for _ in range(3):
     for q in queries:
-        t0 = time.perf_counter(); p.search(q); times.append(time.perf_counter() - t0)
-print(json.dumps(times))
+        t0, c0 = time.perf_counter(), time.process_time()
+        p.search(q)
+        wall.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0)
+print(json.dumps({"wall": wall, "cpu": cpu}))
 """
 
 
@@ -330,25 +373,17 @@ def measure(work: Path, n_queries: int, pool: TurnPool, size: int) -> dict[str, 
     recall = recall_at_10(p, stand_in.embed(pool.exchanges(200, seed=size * 13)))
     p.close()
     return {
-        "index_build_search": {"seconds": first["seconds"], "peak_rss_mib": first["peak_rss_mib"]},
+        "index_build_search": timing([first]),
         "recall_at_10": recall,
-        "fresh_search": {
-            **dist([r["seconds"] for r in fresh]),
-            "peak_rss_mib": max(r["peak_rss_mib"] for r in fresh),
-        },
-        "fresh_search_without_index": {
-            **dist([r["seconds"] for r in old]),
-            "peak_rss_mib": max(r["peak_rss_mib"] for r in old),
-        },
+        "fresh_search": timing(fresh),
+        "fresh_search_without_index": timing(old),
         "warm_search": {
-            **dist(json.loads(warm["stdout"])),
+            **dist(json.loads(warm["stdout"])["wall"]),
+            "cpu": dist(json.loads(warm["stdout"])["cpu"]),
             "process_rss_mib": warm["peak_rss_mib"],
         },
-        "status": {
-            **dist([r["seconds"] for r in status]),
-            "peak_rss_mib": status[0]["peak_rss_mib"],
-        },
-        "remine_unchanged": {"seconds": remine["seconds"], "peak_rss_mib": remine["peak_rss_mib"]},
+        "status": timing(status),
+        "remine_unchanged": timing([remine]),
         "disk": disk(palace),
     }
 
@@ -399,15 +434,19 @@ q = np.random.default_rng(int(sys.argv[3])).standard_normal(384).astype(np.float
 if mode == "warm":
     index.keep_in_memory()
     index.nearest(q, 50)
-    times = []
+    times, cpu = [], []
     for i in range(10):
-        t = time.perf_counter(); index.nearest(q + i, 50); times.append(time.perf_counter() - t)
-    print(json.dumps({"warm": times}))
+        t, c = time.perf_counter(), time.process_time()
+        index.nearest(q + i, 50)
+        times.append(time.perf_counter() - t); cpu.append(time.process_time() - c)
+    print(json.dumps({"warm": times, "warm_cpu": cpu}))
 else:
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     index.nearest(q, 50)
     t2 = time.perf_counter()
     print(json.dumps({"process_s": t2 - t0, "nearest_s": t2 - t1,
+                      "nearest_cpu_s": time.process_time() - c1,
+                      "process_cpu_s": time.process_time(),
                       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -462,6 +501,9 @@ def vector_only(size: int, work: Path) -> dict[str, Any]:
         "first_search_builds_index_s": round(build_s, 1),
         "first_search_peak_rss_mib": built["peak_rss_mib"],
         "fresh_nearest": dist([f["nearest_s"] for f in fresh]),
+        "fresh_nearest_cpu": dist([f["nearest_cpu_s"] for f in fresh]),
+        "fresh_process_cpu": dist([f["process_cpu_s"] for f in fresh]),
+        "warm_nearest_cpu": dist(warm["warm_cpu"]),
         "fresh_process": dist([f["process_s"] for f in fresh]),
         "fresh_peak_rss_mib": max(f["peak_rss_mib"] for f in fresh),
         "warm_nearest": dist(warm["warm"]),
@@ -490,41 +532,62 @@ def markdown(results: dict[str, Any]) -> str:
                 cells.append("-")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
+    def cpu(s: dict[str, Any], key: str) -> float:
+        return s[key]["cpu"]["p50"]
+
     row("build: drawers/s (stand-in vectors)", lambda s: f"{s['build']['build_drawers_per_s']:,}")
     row(
         "build: Chroma write s / catalogue write s",
         lambda s: f"{s['build']['chroma_write_s']} / {s['build']['catalog_write_s']}",
     )
     row(
-        "fresh search that builds the index from scratch: s / peak RSS MiB",
+        "fresh search that builds the index from scratch: wall s / CPU s / peak RSS MiB",
         lambda s: (
-            f"{s['index_build_search']['seconds']:.1f} / "
+            f"{s['index_build_search']['p50']:.1f} / {cpu(s, 'index_build_search'):.1f} / "
             f"{s['index_build_search']['peak_rss_mib']:.0f}"
         ),
     )
     row(
-        "**fresh CLI search p50 / p95 s**",
+        "**fresh CLI search, wall s p50 / p95**",
         lambda s: f"**{s['fresh_search']['p50']:.2f}** / {s['fresh_search']['p95']:.2f}",
+    )
+    row(
+        "**fresh CLI search, CPU s p50 / p95** (what load does not inflate)",
+        lambda s: f"**{cpu(s, 'fresh_search'):.2f}** / {s['fresh_search']['cpu']['p95']:.2f}",
     )
     row("fresh CLI search peak RSS MiB", lambda s: f"{s['fresh_search']['peak_rss_mib']:.0f}")
     row(
-        "same, without the index (every vector read): p50 s / peak RSS MiB",
+        "same searches without the index (every vector read): wall / CPU s p50, peak RSS MiB",
         lambda s: (
             f"{s['fresh_search_without_index']['p50']:.2f} / "
+            f"{cpu(s, 'fresh_search_without_index'):.2f}, "
             f"{s['fresh_search_without_index']['peak_rss_mib']:.0f}"
         ),
     )
     row(
-        "fresh search p50 ratio, index / without",
-        lambda s: f"{s['fresh_search']['p50'] / s['fresh_search_without_index']['p50']:.2f}",
+        "ratio index / without: CPU p50, peak RSS",
+        lambda s: (
+            f"{cpu(s, 'fresh_search') / cpu(s, 'fresh_search_without_index'):.2f}, "
+            f"{s['fresh_search']['peak_rss_mib'] / s['fresh_search_without_index']['peak_rss_mib']:.2f}"  # noqa: E501
+        ),
     )
     row(
-        "warm search p50 / p95 ms",
-        lambda s: f"{s['warm_search']['p50'] * 1000:.0f} / {s['warm_search']['p95'] * 1000:.0f}",
+        "warm search ms, wall p50 / p95; CPU p50 / p95",
+        lambda s: (
+            f"{s['warm_search']['p50'] * 1000:.0f} / {s['warm_search']['p95'] * 1000:.0f}; "
+            f"{s['warm_search']['cpu']['p50'] * 1000:.0f} / "
+            f"{s['warm_search']['cpu']['p95'] * 1000:.0f}"
+        ),
     )
     row("warm process peak RSS MiB", lambda s: f"{s['warm_search']['process_rss_mib']:.0f}")
-    row("`status` p50 s", lambda s: f"{s['status']['p50']:.2f}")
-    row("re-mine, nothing changed, s", lambda s: f"{s['remine_unchanged']['seconds']:.2f}")
+    row(
+        "`status`: wall s / CPU s p50",
+        lambda s: f"{s['status']['p50']:.2f} / {cpu(s, 'status'):.2f}",
+    )
+    row(
+        "re-mine, nothing changed: wall s / CPU s",
+        lambda s: f"{s['remine_unchanged']['p50']:.2f} / {cpu(s, 'remine_unchanged'):.2f}",
+    )
     row(
         "recall@10, index vs exact",
         lambda s: f"{s['recall_at_10']['recall']:.4f}",
@@ -557,15 +620,18 @@ def markdown(results: dict[str, Any]) -> str:
             "The vector index alone (a catalogue of ids, wing/room and random vectors; no Chroma,",
             "no text; `--vector-only`): a fresh process ranking the top 50 by the index.",
             "",
-            "| drawers | first search (builds index) s | fresh: nearest s p50 | fresh: whole "
-            "process s p50 | fresh peak RSS MiB | warm nearest ms p50 | index bytes/drawer |",
+            "| drawers | first search (builds index) s | fresh: nearest wall / CPU s p50 | fresh: "
+            "whole process wall / CPU s p50 | fresh peak RSS MiB | warm nearest wall / CPU ms p50 "
+            "| index bytes/drawer |",
             "|---|---|---|---|---|---|---|",
         ]
         for v in results["vector_only"]:
             out.append(
                 f"| {v['drawers']:,} | {v['first_search_builds_index_s']} | "
-                f"{v['fresh_nearest']['p50']:.3f} | {v['fresh_process']['p50']:.2f} | "
-                f"{v['fresh_peak_rss_mib']:.0f} | {v['warm_nearest']['p50'] * 1000:.0f} | "
+                f"{v['fresh_nearest']['p50']:.3f} / {v['fresh_nearest_cpu']['p50']:.3f} | "
+                f"{v['fresh_process']['p50']:.2f} / {v['fresh_process_cpu']['p50']:.2f} | "
+                f"{v['fresh_peak_rss_mib']:.0f} | {v['warm_nearest']['p50'] * 1000:.0f} / "
+                f"{v['warm_nearest_cpu']['p50'] * 1000:.0f} | "
                 f"{v['index_bytes_per_drawer']} |"
             )
     if results.get("not_run"):
