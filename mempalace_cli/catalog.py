@@ -7,9 +7,11 @@ It serves three purposes that Chroma can't serve cheaply:
 - a copy of each drawer's vector, so that a fresh process can rank the vector side of a search
   without importing chromadb while the catalogue is known to be in step (`catalog_trusted`).
 
-Chroma stays the source of truth for drawers. `Catalog.needs_rebuild` compares the two and the
-service rebuilds this mirror from Chroma when they differ (a palace made by MemPalace, another
-machine writing to a Chroma server, or a crash between the two writes).
+Chroma stays the source of truth for drawers. mempalace_cli/consistency.py owns the agreement:
+the catalogue records which state of Chroma it mirrors (Chroma's write-log sequence number, or
+a probe of a Chroma server), every command compares it, and a catalogue out of step is
+repaired from Chroma, never the other way round (a palace made by MemPalace, another program
+or machine writing to the store, or a crash between the two writes).
 """
 
 from __future__ import annotations
@@ -215,6 +217,18 @@ class Catalog:
             list(zip(_blobs(embeddings, len(ids)), ids, strict=True)),
         )
 
+    def embedding_blobs(self, ids: Sequence[str]) -> dict[str, bytes | None]:
+        """Each listed drawer's stored vector (float32 bytes), None where it has none."""
+        out: dict[str, bytes | None] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for drawer_id, blob in self.conn.execute(
+                f"SELECT id, embedding FROM drawers WHERE id IN ({marks})", part
+            ):
+                out[drawer_id] = blob
+        return out
+
     def missing_vectors(self) -> bool:
         return (
             self.conn.execute("SELECT 1 FROM drawers WHERE embedding IS NULL LIMIT 1").fetchone()
@@ -343,6 +357,13 @@ class Catalog:
         conn.execute(
             "UPDATE files SET size = ?, mtime = ? WHERE source_file = ?",
             (size, mtime, source_file),
+        )
+
+    def invalidate_file(self, conn: sqlite3.Connection, source_file: str) -> None:
+        """Mark a mined file as changed, so the next mine reads it again."""
+        conn.execute(
+            "UPDATE files SET size = -1, mtime = -1, content_hash = '' WHERE source_file = ?",
+            (source_file,),
         )
 
     def delete_file(self, conn: sqlite3.Connection, source_file: str) -> None:

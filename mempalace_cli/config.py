@@ -77,6 +77,21 @@ class Settings:
         return self.home / CONFIG_FILE
 
 
+def _require_folder(path: Path, what: str) -> None:
+    """A path we will create folders under must not be a file (or sit below one)."""
+    from mempalace_cli.errors import NotADirectoryPathError
+
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            if not p.is_dir():
+                raise NotADirectoryPathError(
+                    f"{what} {path} is not a folder: {p} is a file.",
+                    hint="Point it at a folder, or at a path that does not exist yet (it is "
+                    "created), or move the file out of the way.",
+                )
+            return
+
+
 def load_global_config(home: Path) -> dict[str, Any]:
     path = home / CONFIG_FILE
     if not path.exists():
@@ -91,6 +106,7 @@ def resolve_settings(
 ) -> Settings:
     """Resolve the palace path: --palace > $MEMPALACE_PALACE > config.toml palace_path > default."""
     home = home or mempalace_home()
+    _require_folder(home, HOME_ENV)
     cfg = load_global_config(home)
     if palace:
         palace_path = Path(palace)
@@ -108,6 +124,7 @@ def resolve_settings(
             f"lock_timeout_seconds in {home / CONFIG_FILE} must be a positive number, "
             f"not {lock_timeout!r}."
         )
+    _require_folder(palace_path.expanduser(), "The palace path")
     return Settings(
         home=home,
         palace_path=palace_path.expanduser().absolute(),

@@ -110,6 +110,8 @@ def _format_datetime(value: datetime) -> str:
 
 
 def today() -> str:
+    """The user's calendar date (local time): a date-only bound means a day on the user's
+    calendar, so it is compared with this, never with the UTC clock (see `is_current`)."""
     return date.today().isoformat()
 
 
@@ -124,7 +126,13 @@ def _window(as_of: str) -> tuple[str, str]:
 
 def is_current(valid_to: str | None, now: str | None = None) -> bool:
     """Still true: no end, or an end in the future."""
-    return valid_to is None or valid_to > (now or now_stamp())
+    if valid_to is None:
+        return True
+    if len(valid_to) == 10:
+        # A date ends the fact at the start of that day on the user's calendar: compared with
+        # the local date (a zone ahead of UTC is already there while UTC is still "yesterday").
+        return valid_to > today()
+    return valid_to > (now or now_stamp())
 
 
 @dataclass(frozen=True)
@@ -387,9 +395,10 @@ class KnowledgeGraph:
             conn = self.conn
             entities = conn.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
             triples, expired = conn.execute(
-                "SELECT COUNT(*), COALESCE(SUM(valid_to IS NOT NULL AND valid_to <= ?), 0) "
-                "FROM triples",
-                (now,),
+                "SELECT COUNT(*), COALESCE(SUM(valid_to IS NOT NULL AND ("
+                "(length(valid_to) = 10 AND valid_to <= ?) OR "
+                "(length(valid_to) <> 10 AND valid_to <= ?))), 0) FROM triples",
+                (today(), now),
             ).fetchone()
             predicates = dict(
                 conn.execute(

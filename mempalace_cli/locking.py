@@ -14,7 +14,12 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from mempalace_cli.errors import PalaceLockedError
+from mempalace_cli.errors import (
+    MemPalaceError,
+    NotADirectoryPathError,
+    PalaceLockedError,
+    from_os_error,
+)
 
 LOCK_FILE = ".mempalace-write.lock"
 
@@ -42,7 +47,10 @@ class PalaceLock:
     def _file_lock(self) -> FileLock:
         with self._guard:
             if self._lock is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise from_os_error(exc, self.path.parent, "create the palace folder") from exc
                 self._lock = FileLock(str(self.path), thread_local=False)
             return self._lock
 
@@ -60,6 +68,9 @@ class PalaceLock:
         except Timeout as exc:
             self._threads.release()
             raise self._locked_error() from exc
+        except OSError as exc:
+            self._threads.release()
+            raise self._lock_path_error(exc) from exc
         try:
             if lock.lock_counter == 1 and self.on_acquire is not None:
                 self.on_acquire()
@@ -67,6 +78,16 @@ class PalaceLock:
         finally:
             lock.release()
             self._threads.release()
+
+    def _lock_path_error(self, exc: OSError) -> MemPalaceError:
+        if self.path.is_dir():
+            return NotADirectoryPathError(
+                f"The palace's lock file {self.path} is a directory, so no write can take the "
+                "lock. Nothing was written.",
+                hint=f"Remove it (rmdir {self.path}, or move it aside if it holds files) and "
+                "run the command again.",
+            )
+        return from_os_error(exc, self.path, "take the palace's write lock")
 
     def _locked_error(self) -> PalaceLockedError:
         return PalaceLockedError(

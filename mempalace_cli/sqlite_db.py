@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
-from mempalace_cli.errors import PalaceCorruptError
+from mempalace_cli.errors import PalaceCorruptError, from_os_error, from_sqlite_error
 
 
 def open_palace_db(
@@ -18,9 +20,16 @@ def open_palace_db(
 ) -> sqlite3.Connection:
     """Connect in WAL mode (readers never block the one writer), create the schema, run
     `setup` (migrations), commit. A file that isn't a readable database becomes a
-    PalaceCorruptError naming it (`what`) with `hint`; it is never replaced."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    PalaceCorruptError naming it (`what`) with `hint`; it is never replaced. A full disk or a
+    permission problem is named as such. A file this user may only read is opened read-only
+    (reads work; a write is refused with a permission error)."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise from_os_error(exc, path.parent, f"create the folder of {what.lower()}") from exc
+    try:
+        if path.exists() and not writable(path):
+            return _open_read_only(path)
         conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -29,5 +38,31 @@ def open_palace_db(
             setup(conn)
         conn.commit()
     except sqlite3.DatabaseError as exc:
+        storage = from_sqlite_error(exc, path)
+        if storage is not None:
+            raise storage from exc
         raise PalaceCorruptError(f"{what} {path} can't be read: {exc}.", hint=hint) from exc
+    return conn
+
+
+def writable(path: Path) -> bool:
+    """This process may write the file and create its -wal/-shm companions next to it."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A palace on read-only storage or owned by someone else: read it as it is. In WAL mode
+    SQLite needs its -shm file; where it can't create one, the file is read as immutable."""
+    conn = sqlite3.connect(
+        f"file:{quote(str(path))}?mode=ro", uri=True, timeout=30, check_same_thread=False
+    )
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+    conn = sqlite3.connect(
+        f"file:{quote(str(path))}?immutable=1", uri=True, timeout=30, check_same_thread=False
+    )
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     return conn

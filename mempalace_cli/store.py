@@ -12,12 +12,19 @@ import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from mempalace_cli.config import COLLECTION_NAME
 from mempalace_cli.embedder import DIMENSION, MODEL_NAME
-from mempalace_cli.errors import IncompatiblePalaceError, MemPalaceError, PalaceCorruptError
+from mempalace_cli.errors import (
+    IncompatiblePalaceError,
+    MemPalaceError,
+    PalaceCorruptError,
+    from_sqlite_error,
+    write_failure,
+)
 
 T = TypeVar("T")
 CHROMA_FILE = "chroma.sqlite3"
@@ -67,6 +74,10 @@ def _detach_folder(ident: str) -> None:
     with Shared._refcount_lock:
         Shared._identifier_to_system.pop(ident, None)
         Shared._identifier_to_refcount.pop(ident, None)
+
+
+def _page(col: Any, offset: int, include: list[str]) -> dict[str, Any]:
+    return col.get(limit=PAGE, offset=offset, include=include)
 
 
 class DrawerStore:
@@ -123,6 +134,9 @@ class DrawerStore:
                 # Another client in this process opened the folder with other settings: share it.
                 return chromadb.PersistentClient(path=str(self.palace_path))
         except Exception as exc:
+            named = from_sqlite_error(exc, self.palace_path / CHROMA_FILE)
+            if named is not None:
+                raise named from exc
             raise PalaceCorruptError(
                 f"The drawer store in {self.palace_path} can't be opened: {exc}",
                 hint="Restore the palace folder from a backup, or move it aside and re-mine. "
@@ -266,7 +280,13 @@ class DrawerStore:
         with self.retry_guard():
             self.reset_handle()
             col = self.collection()
-            return empty if col is None else op(col)
+            try:
+                return empty if col is None else op(col)
+            except MemPalaceError:
+                raise
+            except Exception as exc:
+                path = self.palace_path / CHROMA_FILE
+                raise write_failure(exc, path, "The drawer store") from exc
 
     def count(self) -> int:
         return self._read(lambda col: col.count(), 0)
@@ -299,6 +319,18 @@ class DrawerStore:
             for i in range(len(ids))
         ]
 
+    def ids_at(self, offset: int, limit: int) -> list[str]:
+        """The ids at positions offset..offset+limit-1 of Chroma's insertion order (ids only:
+        the consistency probe on a server)."""
+        return self._read(
+            lambda col: list(col.get(offset=offset, limit=limit, include=[])["ids"]), []
+        )
+
+    def reset_collection(self) -> None:
+        """Fetch the collection again on next use (a server: its metadata may have changed,
+        or it was replaced)."""
+        self._collection = None
+
     def get(self, ids: Sequence[str], include: Sequence[str]) -> dict[str, Any]:
         empty: dict[str, Any] = {"ids": [], **{k: [] for k in include}}
         if not ids:
@@ -311,7 +343,7 @@ class DrawerStore:
             return
         offset = 0
         while True:
-            page = col.get(limit=PAGE, offset=offset, include=list(include))
+            page = self._read(partial(_page, offset=offset, include=list(include)), {"ids": []})
             if not page["ids"]:
                 return
             yield page
@@ -328,11 +360,14 @@ class DrawerStore:
         col = self.collection(create=True)
         for start in range(0, len(ids), PAGE):
             end = start + PAGE
-            col.upsert(
-                ids=list(ids[start:end]),
-                embeddings=embeddings[start:end],
-                documents=list(documents[start:end]),
-                metadatas=list(metadatas[start:end]),
+            self._write(
+                partial(
+                    col.upsert,
+                    ids=list(ids[start:end]),
+                    embeddings=embeddings[start:end],
+                    documents=list(documents[start:end]),
+                    metadatas=list(metadatas[start:end]),
+                )
             )
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -340,7 +375,23 @@ class DrawerStore:
         if col is None or not ids:
             return
         for start in range(0, len(ids), PAGE):
-            col.delete(ids=list(ids[start : start + PAGE]))
+            self._write(partial(col.delete, ids=list(ids[start : start + PAGE])))
+
+    def _write(self, op: Callable[[], Any]) -> None:
+        """Run one Chroma write; a failure is named (disk full, permission) instead of
+        surfacing as Chroma's internal error."""
+        try:
+            op()
+        except MemPalaceError:
+            raise
+        except Exception as exc:
+            if self.chroma_url:
+                raise MemPalaceError(
+                    f"The Chroma server at {self.chroma_url} refused the write: {exc}.",
+                    hint="Check the server (its log, its disk) and run the command again; the "
+                    "palace index is repaired from the server by the next command.",
+                ) from exc
+            raise write_failure(exc, self.palace_path / CHROMA_FILE, "The drawer store") from exc
 
     def delete_where(self, where: dict[str, Any]) -> None:
         col = self.collection()

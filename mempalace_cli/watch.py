@@ -28,6 +28,9 @@ DEBOUNCE_SECONDS = 0.5  # a path must be quiet this long before it is mined
 MAX_WAIT_SECONDS = 2.0  # ...unless events keep coming: then a batch goes anyway
 POLL_INTERVAL = 1.0  # seconds between two scans of the polling observer
 RETRY_SECONDS = 2.0  # a batch that failed (say, the palace was locked) is retried after this
+# While idle, the palace index is checked against the drawer store this often, so a write by
+# another program is mirrored (and reported) within this bound (consistency.py).
+CHECK_SECONDS = 2.0
 
 BatchFn = Callable[[dict[str, Any]], None]
 
@@ -47,6 +50,7 @@ class FolderWatcher:
         max_wait: float = MAX_WAIT_SECONDS,
         on_batch: BatchFn | None = None,
         on_error: Callable[[MemPalaceError], None] | None = None,
+        on_repair: BatchFn | None = None,
     ) -> None:
         self.palace = palace
         self.root = Path(directory).resolve()
@@ -55,6 +59,9 @@ class FolderWatcher:
         self.debounce, self.max_wait = debounce, max_wait
         self.on_batch = on_batch or (lambda report: None)
         self.on_error = on_error or (lambda exc: None)
+        self.on_repair = on_repair or (lambda repair: None)
+        self._repairs_seen = len(palace.consistency.repairs)
+        self._next_check = time.monotonic() + CHECK_SECONDS
         self.observer_kind = ""
         self.batches = 0
         self._rules: PathRules = palace.path_rules(self.root)
@@ -142,6 +149,9 @@ class FolderWatcher:
                 batch = self._next_batch()
                 if batch:
                     self._mine(batch)
+                elif time.monotonic() >= self._next_check:
+                    self._check_store()
+                self._report_repairs()
         finally:
             self.close()
         return self.batches
@@ -161,6 +171,21 @@ class FolderWatcher:
                 del self._pending[p]
             self._first_pending = min(self._pending.values(), default=now)
             return ready
+
+    def _check_store(self) -> None:
+        """Idle: bring the palace index in step with the drawer store if another program
+        wrote to it (a cheap check; a repair is reported through `on_repair`)."""
+        self._next_check = time.monotonic() + CHECK_SECONDS
+        try:
+            self.palace.sync()
+        except MemPalaceError as exc:
+            self.on_error(exc)
+
+    def _report_repairs(self) -> None:
+        repairs = self.palace.consistency.repairs
+        for repair in repairs[self._repairs_seen :]:
+            self.on_repair(repair.to_dict())
+        self._repairs_seen = len(repairs)
 
     def _mine(self, paths: list[str]) -> None:
         try:

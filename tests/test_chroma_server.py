@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 
 from mempalace_cli.config import COLLECTION_NAME, resolve_settings
+from mempalace_cli.consistency import SERVER_CHECK_SECONDS
 from mempalace_cli.service import Palace
 from tests.conftest import NOTES
+from tests.test_watch_support import wait_until
 
 TEST_URL_ENV = "MEMPALACE_TEST_CHROMA_URL"
 
@@ -157,7 +159,14 @@ def test_a_second_machine_sees_the_same_drawers(
         hits = second.search("pager rotation", mode="lexical")["results"]
         assert hits and hits[0]["wing"] == "ops"
         first.add_drawer("ops", "oncall", "Escalate to the platform lead after 30 minutes.")
-        assert second.search("escalate platform lead", mode="lexical")["results"]
+        # A long-lived palace re-checks the server at most every SERVER_CHECK_SECONDS.
+        started = time.monotonic()
+        wait_until(
+            lambda: second.search("escalate platform lead", mode="lexical")["results"],
+            timeout=SERVER_CHECK_SECONDS + 10,
+            what="the second machine to see the new drawer",
+        )
+        assert time.monotonic() - started < SERVER_CHECK_SECONDS + 10
     finally:
         first.close()
         second.close()

@@ -126,7 +126,7 @@ def test_a_catalogue_without_vectors_still_searches_and_is_backfilled(
     # Make it a catalogue as an older version wrote it: no vector column, no stamp.
     conn = sqlite3.connect(palace / CATALOG_FILE)
     conn.execute("ALTER TABLE drawers DROP COLUMN embedding")
-    conn.execute("DELETE FROM meta WHERE key IN ('vectors', 'store_stamp')")
+    conn.execute("DELETE FROM meta WHERE key IN ('vectors', 'store_head')")
     conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()

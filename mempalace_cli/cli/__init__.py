@@ -7,6 +7,7 @@ statuses in one place: `PalaceGroup.invoke`.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import typer
@@ -14,7 +15,14 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
 from mempalace_cli import __version__, errors
-from mempalace_cli.cli.env import EXIT_USAGE, Env, get_env, print_json, report_error
+from mempalace_cli.cli.env import (
+    EXIT_USAGE,
+    Env,
+    get_env,
+    print_json,
+    report_error,
+    show_core_notes,
+)
 
 
 class PalaceGroup(TyperGroup):
@@ -23,10 +31,20 @@ class PalaceGroup(TyperGroup):
 
     def invoke(self, ctx: typer.Context) -> Any:
         as_json = "--json" in [*getattr(ctx, "_protected_args", []), *ctx.args]
+        show_core_notes()
         try:
+            reject_undecodable_text(ctx)
             return super().invoke(ctx)
         except errors.MemPalaceError as exc:
             raise typer.Exit(report_error(exc, as_json)) from None
+        except OSError as exc:  # disk full, permission denied, not a directory: say which
+            mapped = errors.from_os_error(exc, exc.filename or "the palace", "finish the command")
+            raise typer.Exit(report_error(mapped, as_json)) from None
+        except sqlite3.OperationalError as exc:
+            storage = errors.from_sqlite_error(exc, _palace_path(ctx))
+            if storage is None:
+                raise
+            raise typer.Exit(report_error(storage, as_json)) from None
         except UsageError as exc:
             if not as_json:
                 raise
@@ -39,6 +57,38 @@ class PalaceGroup(TyperGroup):
             if isinstance(env, Env) and env._palace is not None:
                 env._palace.close()
                 env._palace = None
+
+
+def _palace_path(ctx: typer.Context) -> str:
+    env = ctx.obj
+    if isinstance(env, Env) and env._palace is not None:
+        return str(env._palace.path / "mempalace_index.sqlite3")
+    return "the palace"
+
+
+def reject_undecodable_text(ctx: typer.Context) -> None:
+    """Every argument must be valid UTF-8: text (queries, names, content) and paths alike,
+    since the palace records paths as UTF-8 text. Linux allows other bytes, and Python
+    carries them as surrogate escapes, which would fail deep inside a write."""
+    raw = [*getattr(ctx, "_protected_args", []), *ctx.args]
+    raw += [str(v) for v in ctx.params.values() if isinstance(v, str)]
+    bad = next((a for a in raw if _undecodable(a)), None)
+    if bad is None:
+        return
+    shown = bad.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    raise errors.InvalidInputError(
+        f"The argument {shown!r} is not valid UTF-8 (a byte shown as \\x..).",
+        hint="Pass text and paths as UTF-8: check the terminal's locale or the script that "
+        "built the command line; rename a folder whose name is not UTF-8.",
+    )
+
+
+def _undecodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 app = typer.Typer(

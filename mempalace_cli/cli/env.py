@@ -3,7 +3,9 @@ table that maps core errors to messages and exit statuses."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,11 @@ EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.IncompatiblePalaceError: 6,
     errors.ConfigError: 7,
     errors.ModelUnavailableError: 8,
+    # The operating system refused: named for what it is, never as a damaged palace.
+    errors.DiskFullError: 9,
+    errors.PermissionDeniedError: 10,
+    errors.NotADirectoryPathError: 11,
+    errors.StorageError: 12,
 }
 
 
@@ -64,6 +71,23 @@ def get_env(ctx: typer.Context) -> Env:
     if not isinstance(root.obj, Env):
         root.obj = Env()
     return root.obj
+
+
+class _NoteHandler(logging.Handler):
+    """Prints the core's warnings (a repaired palace index) on stderr as a note."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"Note: {record.getMessage()}\n")
+            sys.stderr.flush()
+
+
+def show_core_notes() -> None:
+    """Route the consistency module's warnings to stderr (stdout stays one JSON document)."""
+    logger = logging.getLogger("mempalace.consistency")
+    if not any(isinstance(h, _NoteHandler) for h in logger.handlers):
+        logger.addHandler(_NoteHandler())
+        logger.propagate = False
 
 
 def print_json(data: Any) -> None:

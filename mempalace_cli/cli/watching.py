@@ -61,6 +61,11 @@ def watch_folder(
             if exc.hint:
                 env.err.print(f"[dim]Hint:[/] {exc.hint}", highlight=False)
 
+    def on_repair(repair: dict[str, Any]) -> None:
+        # The note itself goes to stderr from the core; --json also gets an event line.
+        if json_output:
+            _json_line({"event": "repair", **repair})
+
     watcher = FolderWatcher(
         palace,
         directory,
@@ -70,6 +75,7 @@ def watch_folder(
         poll=poll,
         on_batch=on_batch,
         on_error=on_error,
+        on_repair=on_repair,
     )
     # Observe first, so nothing saved during the first pass is missed.
     kind = watcher.start()

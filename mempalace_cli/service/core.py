@@ -7,55 +7,27 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow, FileRecord
-from mempalace_cli.config import Settings, resolve_settings
+from mempalace_cli.catalog import Catalog, DrawerRow, FileRecord
+from mempalace_cli.config import COLLECTION_NAME, Settings, resolve_settings
+from mempalace_cli.consistency import (
+    WRITE_IN_PROGRESS,
+    Consistency,
+    meta_from,
+    now_iso,
+    row_from,
+)
 from mempalace_cli.embedder import Embedder, get_embedder
-from mempalace_cli.errors import NoPalaceError, PalaceCorruptError
+from mempalace_cli.errors import NoPalaceError
 from mempalace_cli.locking import PalaceLock
-from mempalace_cli.store import CHROMA_FILE, DrawerStore
+from mempalace_cli.store import DrawerStore
 
-# Metadata keys that live in their own catalogue columns.
-_COLUMN_KEYS = ("wing", "room", "source_file", "chunk_index", "filed_at")
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+__all__ = ["WRITE_IN_PROGRESS", "PalaceCore", "crashpoint", "meta_from", "now_iso", "row_from"]
 
 
-def row_from(drawer_id: str, text: str, meta: dict[str, Any]) -> DrawerRow:
-    chunk = meta.get("chunk_index")
-    return DrawerRow(
-        id=drawer_id,
-        wing=str(meta.get("wing") or ""),
-        room=str(meta.get("room") or ""),
-        source_file=str(meta.get("source_file") or ""),
-        chunk_index=int(chunk) if isinstance(chunk, int | float) else None,
-        filed_at=str(meta.get("filed_at") or ""),
-        text=text,
-        metadata={k: v for k, v in meta.items() if k not in _COLUMN_KEYS},
-    )
-
-
-def meta_from(row: DrawerRow) -> dict[str, Any]:
-    meta = dict(row.metadata)
-    meta.update(wing=row.wing, room=row.room, source_file=row.source_file, filed_at=row.filed_at)
-    if row.chunk_index is not None:
-        meta["chunk_index"] = row.chunk_index
-    return meta
-
-
-# A catalogue meta key set while a drawer write is between Chroma and the catalogue: found set
-# by a later process (the writer was killed), it means "rebuild the catalogue from Chroma".
-WRITE_IN_PROGRESS = "write_in_progress"
 CRASH_ENV = "MEMPALACE_TEST_CRASH_AT"
-# The embedded store file's size and mtime when the catalogue was last known to mirror it
-# (recorded under the lock after every write and sync). While the file still matches, a fresh
-# process can trust the catalogue without importing chromadb to count drawers.
-STORE_STAMP = "store_stamp"
 
 
 _crash_hits: dict[str, int] = {}
@@ -77,7 +49,6 @@ class PalaceCore:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or resolve_settings()
         self.path = self.settings.palace_path
-        self._synced_generation: int | None = None
 
     # -- components, created lazily ---------------------------------------------------------
     @cached_property
@@ -93,6 +64,18 @@ class PalaceCore:
     @cached_property
     def lock(self) -> PalaceLock:
         return PalaceLock(self.path, self.settings.lock_timeout, on_acquire=self.refresh)
+
+    @cached_property
+    def consistency(self) -> Consistency:
+        """The one owner of Chroma <-> catalogue agreement (see consistency.py)."""
+        return Consistency(
+            self.path,
+            self.catalog,
+            self.store,
+            self.lock,
+            server=bool(self.settings.chroma_url),
+            collection_name=COLLECTION_NAME,
+        )
 
     @property
     def embedder(self) -> Embedder:
@@ -118,6 +101,8 @@ class PalaceCore:
         new = not self.exists()
         self.path.mkdir(parents=True, exist_ok=True)
         _ = self.catalog.conn
+        if new:
+            self.consistency.record_new_store()
         return new
 
     # -- seeing other processes' writes -----------------------------------------------------
@@ -142,139 +127,32 @@ class PalaceCore:
     def _wrote(self) -> None:
         """After our own write (under the lock): the handle and the catalogue are current."""
         generation = self.catalog.generation()
-        self._synced_generation = generation
         if not self.settings.chroma_url:
             self.store.mark_fresh(generation)
 
-    # -- keeping the catalogue in step with the store ---------------------------------------
-    def _store_stamp(self) -> str | None:
-        """Size and mtime_ns of the embedded store's files; None without a local store."""
-        if self.settings.chroma_url:
-            return None
-        parts = []
-        for name in (CHROMA_FILE, CHROMA_FILE + "-wal"):
-            try:
-                st = os.stat(self.path / name)
-            except FileNotFoundError:
-                if name == CHROMA_FILE:
-                    return None
-                continue
-            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
-        return " ".join(parts)
-
-    def _record_stamp(self, conn: Any) -> None:
-        """Under the lock, with the catalogue in step with the store: remember the store file."""
-        stamp = self._store_stamp()
-        if stamp is not None:
-            self.catalog.set_meta(conn, STORE_STAMP, stamp)
-
+    # -- keeping the catalogue in step with the store (consistency.py owns the rules) -------
     def catalog_trusted(self) -> bool:
-        """True when the catalogue, vectors included, is known to mirror the embedded store,
-        checked without opening Chroma: no write half-done, every row has its vector, and the
-        store file is exactly as it was after the last write or sync under the lock. A Chroma
-        server is never trusted this way (its files are not ours to look at)."""
-        if self.settings.chroma_url or not self.catalog.exists:
-            return False
-        stamp = self._store_stamp()  # before reading the marks: a write in between shows
-        if stamp is None:
-            return False
-        marks = dict(
-            self.catalog.conn.execute(
-                "SELECT key, value FROM meta WHERE key IN (?, ?, ?)",
-                (WRITE_IN_PROGRESS, VECTORS_META, STORE_STAMP),
-            ).fetchall()
-        )
-        return (
-            marks.get(WRITE_IN_PROGRESS) != "1"
-            and marks.get(VECTORS_META) == "1"
-            and marks.get(STORE_STAMP) == stamp
-        )
+        """The catalogue provably mirrors the embedded store (no chromadb import)."""
+        return self.consistency.trusted()
 
     def needs_repair(self) -> bool:
-        """A writer died mid-write (its in-progress mark is still set): `sync` must run."""
-        return self.catalog.exists and self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
+        return self.consistency.needs_repair()
 
     def sync(self, restamp: bool = False) -> int:
-        """Rebuild the catalogue from the store when a writer died half-way or their drawer
-        counts differ (a palace MemPalace wrote, another machine on a Chroma server).
-
-        Returns how many drawers were re-indexed (0 when already in step). Cheap when in step:
-        one generation read, or one count on each side.
-        """
+        """Repair the catalogue from Chroma if it is out of step (see consistency.py); with
+        `restamp` (a search) also backfill vectors into an old catalogue. Returns how many
+        drawers the repair changed (0 when already in step)."""
         self.refresh()
-        generation = self.catalog.generation()
-        dirty = self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
-        local = not self.settings.chroma_url
-        if not dirty and self._synced_generation == generation and local:
+        repair = self.consistency.sync(backfill=restamp)
+        if repair is None:
             return 0
-        self._check_store_present()
-        if not dirty and self.store.count() == self.catalog.count():
-            self._synced_generation = generation
-            # Opening Chroma touches its file. A search (`restamp`) records it (and backfills
-            # vectors) under the lock, so the next fresh process can search without Chroma;
-            # other reads leave the catalogue alone.
-            if not (local and restamp) or self.catalog_trusted():
-                return 0
-        with self.lock.hold():
-            # A live writer sets the flag too; holding the lock, a set flag means a dead one.
-            dirty = self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
-            in_store, in_catalog = self.store.count(), self.catalog.count()
-            if not dirty and in_store == in_catalog:
-                with self.catalog.transaction() as conn:
-                    if self.catalog.get_meta(VECTORS_META) != "1":
-                        self._backfill_vectors(conn)
-                    self._record_stamp(conn)
-                self._wrote()
-                return 0
-            if in_store == 0 and in_catalog > 0 and not dirty:
-                raise PalaceCorruptError(
-                    f"The drawer store at {self.store.location} is empty, but the palace index "
-                    f"lists {in_catalog} drawers. Nothing was changed.",
-                    hint="Restore the palace folder (or the Chroma server's data) from a backup. "
-                    f"If the drawers were deleted on purpose, move the index aside "
-                    f"(mv {self.catalog.path} {self.catalog.path}.bad) and mine again.",
-                )
-            rows = 0
-            with self.catalog.transaction() as conn:
-                self.catalog.clear(conn)
-                for page in self.store.iter_all(("metadatas", "documents", "embeddings")):
-                    batch = [
-                        row_from(i, d or "", dict(m or {}))
-                        for i, d, m in zip(
-                            page["ids"], page["documents"], page["metadatas"], strict=True
-                        )
-                    ]
-                    self.catalog.upsert_drawers(conn, batch, page["embeddings"])
-                    rows += len(batch)
-                self.catalog.set_meta(conn, VECTORS_META, "1")
-                self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
-                self._record_stamp(conn)
-                self.catalog.bump_generation(conn)
-            self._wrote()
-            return rows
-
-    def _backfill_vectors(self, conn: Any) -> None:
-        """Copy every drawer's vector from Chroma into a catalogue made before it mirrored
-        them (caller holds the lock, catalogue and store in step)."""
-        for page in self.store.iter_all(("embeddings",)):
-            self.catalog.set_embeddings(conn, page["ids"], page["embeddings"])
-        if not self.catalog.missing_vectors():
-            self.catalog.set_meta(conn, VECTORS_META, "1")
+        self.store.mark_fresh(self.catalog.generation())
+        return len(repair.added) + len(repair.updated) + len(repair.removed)
 
     def _check_store_present(self) -> None:
-        """The index lists drawers but the embedded store's files are gone: say so, instead of
-        letting Chroma create an empty store that the next sync would mirror."""
-        if self.settings.chroma_url or self.store.has_local_data():
-            return
-        listed = self.catalog.count()
-        if listed:
-            raise PalaceCorruptError(
-                f"The palace at {self.path} has an index of {listed} drawers but no drawer store "
-                f"(chroma.sqlite3 is missing). Nothing was changed.",
-                hint="Restore the palace folder from a backup. To start over from your files, "
-                f"move the index aside (mv {self.catalog.path} {self.catalog.path}.bad) and "
-                "mine again.",
-            )
+        """A missing, emptied or damaged drawer store is reported before anything trusts the
+        manifest (a file check and one sqlite read)."""
+        self.consistency.check_store_present()
 
     # -- the two write primitives (callers hold the lock around read-then-write) ----------
     def _file_drawers(
@@ -306,8 +184,13 @@ class PalaceCore:
         files: Sequence[FileRecord],
         forget_files: Sequence[str],
     ) -> None:
-        self._mark_writing()
+        self.consistency.begin_write()
         crashpoint("before_store_write")
+        if self.settings.chroma_url:
+            # On a server a rewritten drawer is filed as delete + add, so it moves to the end
+            # of Chroma's order, where other machines' consistency probe sees it.
+            listed = self.catalog.get([r.id for r in rows])
+            stale = stale + [r.id for r in rows if r.id in listed]
         self.store.delete(stale)
         if rows:
             self.store.upsert(
@@ -325,28 +208,20 @@ class PalaceCore:
                 self.catalog.delete_file(conn, source_file)
             for rec in files:
                 self.catalog.put_file(conn, rec, stamp)
-            self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
-            self._record_stamp(conn)
+            self.consistency.end_write(conn, [*stale, *(r.id for r in rows)])
             self.catalog.bump_generation(conn)
         self._wrote()
         crashpoint("after_catalog_write")
 
     def _remove_drawers(self, ids: Sequence[str], forget_files: Sequence[str] = ()) -> None:
         with self.lock.hold():
-            self._mark_writing()
+            self.consistency.begin_write()
             self.store.delete(list(ids))
             crashpoint("after_store_delete")
             with self.catalog.transaction() as conn:
                 self.catalog.delete_drawers(conn, list(ids))
                 for source_file in forget_files:
                     self.catalog.delete_file(conn, source_file)
-                self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
-                self._record_stamp(conn)
+                self.consistency.end_write(conn, ids)
                 self.catalog.bump_generation(conn)
             self._wrote()
-
-    def _mark_writing(self) -> None:
-        with self.catalog.transaction() as conn:
-            self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "1")
-            # Readers in other processes reopen Chroma from here on, even if we die mid-write.
-            self.catalog.bump_generation(conn)

@@ -65,6 +65,8 @@ class DrawerOps(PalaceCore):
             "wings": wings,
             "rooms": rooms,
             "taxonomy": taxonomy,
+            # Chroma is the truth; what the index mirrors, and its last repair from Chroma.
+            "consistency": self.consistency.report(),
         }
 
     def list_wings(self) -> dict[str, Any]:
@@ -102,6 +104,23 @@ class DrawerOps(PalaceCore):
         self.require()
         # Embed the query (loading the model on a cold start) while sync() opens Chroma.
         embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
+        try:
+            return self._search(query, wing, room, limit, mode, embedding)
+        finally:
+            # Never leave the thread running into interpreter exit (an early error, say):
+            # onnxruntime loading on a thread the interpreter tears down aborts the process.
+            if embedding is not None:
+                embedding.wait()
+
+    def _search(
+        self,
+        query: str,
+        wing: str | None,
+        room: str | None,
+        limit: int,
+        mode: str,
+        embedding: _InBackground | None,
+    ) -> dict[str, Any]:
         # A catalogue known to mirror the store answers alone: no chromadb import at all.
         from_catalog = self.catalog_trusted()
         if not from_catalog:
@@ -440,7 +459,8 @@ class _InBackground:
 
         self._value: Any = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        # Not a daemon: the interpreter joins it at exit instead of tearing it down mid-load.
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=False)
         self._thread.start()
 
     def _run(self, fn: Any, args: tuple[Any, ...]) -> None:
@@ -448,6 +468,10 @@ class _InBackground:
             self._value = fn(*args)
         except BaseException as exc:  # handed to the caller in result()
             self._error = exc
+
+    def wait(self) -> None:
+        """Join the thread, whatever it did (its result or error is kept for `result`)."""
+        self._thread.join()
 
     def result(self) -> Any:
         self._thread.join()

@@ -173,7 +173,11 @@ class MiningOps(PalaceCore):
         report = MineReport(str(root), wing_name, mode, dry_run)
         if not dry_run:
             report.palace_created = self.create()
-            self._check_store_present()  # a file check: a damaged palace is never "unchanged"
+            # An emptied or missing store is reported, never "unchanged"; a store another
+            # program changed is mirrored first, so files that lost drawers are re-read.
+            self._check_store_present()
+            if not self.consistency.in_step():
+                self.sync()
         known = self.catalog.files_under(str(root)) if self.catalog.exists else {}
         notify = progress or (lambda event, data: None)
 
