@@ -65,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--without-release", action="store_true")
     ap.add_argument(
+        "--tools",
+        default="ours,peer",
+        help="which to run: ours, peer (two invocations may run side by side under the same load)",
+    )
+    ap.add_argument(
         "--out", type=Path, default=REPO / "benchmarks" / "results" / "mine_memory.json"
     )
     args = ap.parse_args(argv)
@@ -83,10 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         ours = Ours(work / "our-home")
         kept = Ours(work / "our-home")
         kept.env = {**kept.env, "MEMPALACE_EMBED_RELEASE": "0"}
-        tools: list[tuple[str, Any]] = [("ours", ours)]
+        wanted = args.tools.split(",")
+        tools: list[tuple[str, Any]] = [("ours", ours)] if "ours" in wanted else []
         if args.without_release:
             tools.append(("ours, arena kept", kept))
-        tools.append(("MemPalace 3.11.0", Peer(args.peer_venv, work / "peer-home")))
+        if "peer" in wanted:
+            tools.append(("MemPalace 3.11.0", Peer(args.peer_venv, work / "peer-home")))
         for r in range(args.rounds):
             for name, tool in tools:
                 print(f"round {r + 1}: {name} ...", file=sys.stderr, flush=True)
@@ -101,14 +108,18 @@ def main(argv: list[str] | None = None) -> int:
             for name, runs in results["runs"].items()
         }
         results["median"] = med
-        peer = med["MemPalace 3.11.0"]
-        results["ratios_vs_mempalace"] = {
-            name: {
-                "peak_rss": round(m["peak_rss_mib"] / peer["peak_rss_mib"], 3),
-                "drawers_per_s": round(m["drawers_per_s"] / peer["drawers_per_s"], 3),
+        peer = med.get("MemPalace 3.11.0")
+        results["ratios_vs_mempalace"] = (
+            {}
+            if peer is None
+            else {
+                name: {
+                    "peak_rss": round(m["peak_rss_mib"] / peer["peak_rss_mib"], 3),
+                    "drawers_per_s": round(m["drawers_per_s"] / peer["drawers_per_s"], 3),
+                }
+                for name, m in med.items()
             }
-            for name, m in med.items()
-        }
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["wall_s"] = round(time.perf_counter() - started, 1)
@@ -131,7 +142,7 @@ def markdown(r: dict[str, Any]) -> str:
     ]
     for name, m in r["median"].items():
         runs = r["runs"][name]
-        q = r["ratios_vs_mempalace"][name]
+        q = r["ratios_vs_mempalace"].get(name, {"peak_rss": "-", "drawers_per_s": "-"})
         lines.append(
             f"| {name} | {runs[0]['drawers']} | {m['drawers_per_s']} | {m['peak_rss_mib']} | "
             f"{q['peak_rss']} | {q['drawers_per_s']} | "

@@ -49,8 +49,7 @@ class DrawerOps(PalaceCore):
     # -- overview ---------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         self.require()
-        if not self.catalog_trusted():  # in step: counts come from the catalogue alone
-            self.sync()
+        self.sync()
         wings: dict[str, int] = {}
         rooms: dict[str, int] = {}
         taxonomy: dict[str, dict[str, int]] = {}
