@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.errors import ModelUnavailableError
+from mempalace_cli.textsafe import clean_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,8 +125,9 @@ class Embedder:
         assert self._session is not None and self._tokenizer is not None
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
+        texts = [clean_text(t) for t in texts]  # the tokenizer refuses lone surrogates
         with self._lock:
-            encodings = self._tokenizer.encode_batch(list(texts))
+            encodings = self._tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         for idx in _batches(order, [len(e.ids) for e in encodings], batch_size):
@@ -202,9 +204,10 @@ class TokenCounter:
     def count(self, text: str) -> int:
         """Tokens in `text`, without the [CLS]/[SEP] the model adds around every input."""
         with self._lock:
-            return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+            return len(self._tokenizer.encode(clean_text(text), add_special_tokens=False).ids)
 
     def count_many(self, texts: list[str]) -> list[int]:
+        texts = [clean_text(t) for t in texts]
         with self._lock:
             encs = self._tokenizer.encode_batch(texts, add_special_tokens=False)
         return [len(e.ids) for e in encs]

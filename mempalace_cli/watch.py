@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.config import PROJECT_FILE
 from mempalace_cli.errors import MemPalaceError
+from mempalace_cli.miners.paths import storable
 from mempalace_cli.service.watching import PathRules
 
 if TYPE_CHECKING:
@@ -28,6 +29,15 @@ DEBOUNCE_SECONDS = 0.5  # a path must be quiet this long before it is mined
 MAX_WAIT_SECONDS = 2.0  # ...unless events keep coming: then a batch goes anyway
 POLL_INTERVAL = 1.0  # seconds between two scans of the polling observer
 RETRY_SECONDS = 2.0  # a batch that failed (say, the palace was locked) is retried after this
+MAX_ATTEMPTS = 3  # a batch failing for a reason other than the palace's is tried this often
+
+
+class BatchFailed(MemPalaceError):
+    """A watch batch failed for a reason that is not a palace error (logged, never fatal)."""
+
+    kind = "batch_failed"
+
+
 # While idle, the palace index is checked against the drawer store this often, so a write by
 # another program is mirrored (and reported) within this bound (consistency.py).
 CHECK_SECONDS = 2.0
@@ -50,6 +60,7 @@ class FolderWatcher:
         max_wait: float = MAX_WAIT_SECONDS,
         on_batch: BatchFn | None = None,
         on_error: Callable[[MemPalaceError], None] | None = None,
+        on_start: BatchFn | None = None,
         on_repair: BatchFn | None = None,
     ) -> None:
         self.palace = palace
@@ -59,6 +70,7 @@ class FolderWatcher:
         self.debounce, self.max_wait = debounce, max_wait
         self.on_batch = on_batch or (lambda report: None)
         self.on_error = on_error or (lambda exc: None)
+        self.on_start = on_start or (lambda info: None)  # a batch was handed to the palace
         self.on_repair = on_repair or (lambda repair: None)
         self._repairs_seen = len(palace.consistency.repairs)
         self._next_check = time.monotonic() + CHECK_SECONDS
@@ -71,16 +83,20 @@ class FolderWatcher:
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._observer: Any = None
+        self._attempts: dict[str, int] = {}  # path -> failed batches in a row (not palace errors)
 
     # -- events (watchdog's thread) ---------------------------------------------------------
     def _note(self, path: str | bytes, is_dir: bool) -> None:
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         p = Path(path)
-        if self._rule_file(p):
-            pass  # the rules themselves changed: the batch re-checks the folder
-        elif not self._rules.relevant(p, is_dir=is_dir):
-            return
+        try:
+            if self._rule_file(p):
+                pass  # the rules themselves changed: the batch re-checks the folder
+            elif not self._rules.relevant(p, is_dir=is_dir):
+                return
+        except Exception:  # noqa: BLE001 - never kill watchdog's thread; the batch decides
+            pass
         now = time.monotonic()
         with self._cond:
             if not self._pending:
@@ -180,6 +196,14 @@ class FolderWatcher:
             self.palace.sync()
         except MemPalaceError as exc:
             self.on_error(exc)
+        except Exception as exc:  # noqa: BLE001 - never end the watch; say what went wrong
+            what = f"{type(exc).__name__}: {storable(str(exc))[:300]}"
+            self.on_error(
+                BatchFailed(
+                    f"Checking the palace index against the drawer store failed ({what}).",
+                    hint="The watcher keeps running and checks again shortly.",
+                )
+            )
 
     def _report_repairs(self) -> None:
         repairs = self.palace.consistency.repairs
@@ -188,24 +212,60 @@ class FolderWatcher:
         self._repairs_seen = len(repairs)
 
     def _mine(self, paths: list[str]) -> None:
+        """Mine one batch. No error ends the watch: a palace error (locked, say) is retried
+        until it clears; anything else (a bug, an OS error) is logged and the batch retried
+        up to MAX_ATTEMPTS times, then its paths are dropped (and logged) until they change."""
+        self.on_start({"batch": self.batches + 1, "paths": len(paths)})
         try:
             report = self.palace.mine_paths(
                 self.root, paths, wing=self.wing, agent=self.agent, mode=self.mode
             )
+            if report["full_rescan"]:  # rules may have changed
+                self._rules = self.palace.path_rules(self.root)
         except MemPalaceError as exc:
             self.on_error(exc)
-            retry_at = time.monotonic() + RETRY_SECONDS - self.debounce
-            with self._cond:
-                for p in paths:
-                    self._pending.setdefault(p, retry_at)
-                self._first_pending = min(self._pending.values(), default=retry_at)
+            self._retry(paths)
             return
-        if report["full_rescan"]:  # rules may have changed
-            self._rules = self.palace.path_rules(self.root)
+        except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one batch
+            self._failed(paths, exc)
+            return
+        for p in paths:
+            self._attempts.pop(p, None)
         self.batches += 1
         report["batch"] = self.batches
         report["paths"] = len(paths)
         self.on_batch(report)
+
+    def _retry(self, paths: list[str]) -> None:
+        retry_at = time.monotonic() + RETRY_SECONDS - self.debounce
+        with self._cond:
+            for p in paths:
+                self._pending.setdefault(p, retry_at)
+            self._first_pending = min(self._pending.values(), default=retry_at)
+
+    def _failed(self, paths: list[str], exc: Exception) -> None:
+        again = []
+        for p in paths:
+            self._attempts[p] = self._attempts.get(p, 0) + 1
+            if self._attempts[p] < MAX_ATTEMPTS:
+                again.append(p)
+            else:
+                del self._attempts[p]
+        dropped = len(paths) - len(again)
+        what = f"{type(exc).__name__}: {storable(str(exc))[:300]}"
+        self.on_error(
+            BatchFailed(
+                f"A batch of {len(paths)} changed paths failed ({what}).",
+                hint=(
+                    f"{dropped} paths failed {MAX_ATTEMPTS} times and are left until they change "
+                    "again; `mempalace mine DIR` re-checks every file and names each skip."
+                    if dropped
+                    else "The watcher keeps running and tries the batch again."
+                ),
+            )
+        )
+        if again:
+            self._retry(again)
 
 
 def _native_name(observer: Any) -> str:

@@ -1,9 +1,11 @@
-"""Shared fixtures: an isolated MEMPALACE_HOME per test, the real embedder loaded once per
-session, a CliRunner, and a palace with examples/notes mined once per session."""
+"""Shared fixtures: an isolated MEMPALACE_HOME and HOME for every test (autouse), the real
+embedder loaded once per session, a CliRunner, and a palace with examples/notes mined once per
+session."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +19,48 @@ from mempalace_cli.embedder import Embedder, get_embedder
 
 REPO = Path(__file__).resolve().parent.parent
 NOTES = REPO / "examples" / "notes"
+# .ci/run exports the URL of a real Chroma server for tests/test_chroma_server.py. Read it once,
+# here, before the isolation below clears every MEMPALACE_* variable from the environment.
+TEST_CHROMA_URL_ENV = "MEMPALACE_TEST_CHROMA_URL"
+_TEST_CHROMA_URL = os.environ.get(TEST_CHROMA_URL_ENV, "")
+
+
+def _clear_mempalace_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in [k for k in os.environ if k.startswith("MEMPALACE_")]:
+        monkeypatch.delenv(key, raising=False)
+
+
+def _isolate(monkeypatch: pytest.MonkeyPatch, base: Path) -> Path:
+    """No MEMPALACE_* variable from the caller's shell, HOME and MEMPALACE_HOME under `base`:
+    nothing a test runs (in-process or as a subprocess inheriting os.environ) can read or
+    write the real ~/.mempalace or a real Chroma server."""
+    _clear_mempalace_env(monkeypatch)
+    user_home, mempalace_home = base / "user-home", base / "mempalace-home"
+    user_home.mkdir(parents=True, exist_ok=True)
+    mempalace_home.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("MEMPALACE_HOME", str(mempalace_home))
+    return mempalace_home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Session-scoped fixtures (the mined notes palace) run isolated too."""
+    with pytest.MonkeyPatch.context() as mp:
+        _isolate(mp, tmp_path_factory.mktemp("session-isolation"))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own empty MEMPALACE_HOME and HOME and no MEMPALACE_* variables."""
+    return _isolate(monkeypatch, tmp_path / ".isolation")
+
+
+@pytest.fixture(scope="session")
+def test_chroma_url() -> str:
+    """MEMPALACE_TEST_CHROMA_URL as the test run was started with ("" when unset)."""
+    return _TEST_CHROMA_URL.rstrip("/")
 
 
 @pytest.fixture(scope="session")
@@ -33,8 +77,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     h = tmp_path / "home"
     h.mkdir()
     monkeypatch.setenv("MEMPALACE_HOME", str(h))
-    monkeypatch.delenv("MEMPALACE_PALACE", raising=False)
-    monkeypatch.delenv("MEMPALACE_CHROMA_URL", raising=False)
     return h
 
 

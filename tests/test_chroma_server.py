@@ -5,7 +5,6 @@ own, so plain `pytest` runs these tests too."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -24,8 +23,6 @@ from mempalace_cli.service import Palace
 from tests.conftest import NOTES
 from tests.test_watch_support import wait_until
 
-TEST_URL_ENV = "MEMPALACE_TEST_CHROMA_URL"
-
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -42,9 +39,9 @@ def _up(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if os.environ.get(TEST_URL_ENV):
-        yield os.environ[TEST_URL_ENV].rstrip("/")
+def chroma_url(tmp_path_factory: pytest.TempPathFactory, test_chroma_url: str) -> Iterator[str]:
+    if test_chroma_url:  # conftest reads MEMPALACE_TEST_CHROMA_URL before clearing MEMPALACE_*
+        yield test_chroma_url
         return
     exe = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
     assert exe, "the chroma CLI (shipped with chromadb) is not installed"

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,18 +48,29 @@ def test_init_detects_rooms_and_writes_project_file(cli_json, notes, home):
     assert (notes / "mempalace.toml").read_text() == 'wing = "harbor"\n'
 
 
-def test_search_finds_the_expected_note_first(mined_notes, cli_json):
-    questions = json.loads((REPO / "tests" / "data" / "notes_questions.json").read_text())
-    misses = []
-    for q in questions:
-        doc = cli_json("--palace", mined_notes["palace"], "search", q["question"], "-n", "3")
-        got = [
-            Path(r["source_file"]).relative_to(mined_notes["notes"]).as_posix()
-            for r in doc["results"]
-        ]
-        if not got or got[0] != q["expected"]:
-            misses.append((q["question"], q["expected"], got))
-    assert not misses, misses
+QUESTIONS = json.loads((REPO / "tests" / "data" / "notes_questions.json").read_text())
+
+
+def _question_case(q: dict[str, str]) -> Any:
+    """A question the ranking is known to get wrong carries its reason ("known_miss"): it is
+    an expected failure with that reason, never a rewording until it passes. Not strict: when
+    the ranking improves, it shows as XPASS and the mark should go."""
+    marks = [pytest.mark.xfail(reason=q["known_miss"], strict=False)] if "known_miss" in q else []
+    return pytest.param(q, id=q["expected"], marks=marks)
+
+
+@pytest.mark.parametrize("question", [_question_case(q) for q in QUESTIONS])
+def test_search_finds_the_expected_note_first(mined_notes, cli_json, question):
+    doc = cli_json("--palace", mined_notes["palace"], "search", question["question"], "-n", "3")
+    got = [
+        Path(r["source_file"]).relative_to(mined_notes["notes"]).as_posix() for r in doc["results"]
+    ]
+    assert got and got[0] == question["expected"], got
+
+
+def test_known_misses_are_few_and_explained():
+    misses = [q for q in QUESTIONS if "known_miss" in q]
+    assert len(misses) <= 1 and all(len(q["known_miss"]) > 40 for q in misses)
 
 
 def test_search_json_shape(mined_notes, cli_json):
@@ -299,26 +311,41 @@ def test_installed_script_runs_end_to_end(tmp_path):
     assert plain.returncode == 0 and "drawers" in plain.stdout
 
 
-@pytest.mark.parametrize("command", [["--help"], ["status"], ["init", "{dir}"]])
-def test_light_commands_do_not_load_the_model(command, tmp_path):
-    """--help, status and init never import onnxruntime (and --help not even chromadb)."""
+@pytest.mark.parametrize(
+    "command", [["--help"], ["--palace", "{palace}", "status", "--json"], ["init", "{dir}"]]
+)
+def test_light_commands_do_not_load_the_model(command, tmp_path, mined_notes):
+    """--help, status (on a real, mined palace) and init succeed without importing
+    onnxruntime (and --help not even chromadb)."""
     folder = tmp_path / "f"
     folder.mkdir()
     (folder / "a.md").write_text("hello\n")
-    args = [a.replace("{dir}", str(folder)) for a in command]
+    args = [
+        a.replace("{dir}", str(folder)).replace("{palace}", str(mined_notes["palace"]))
+        for a in command
+    ]
     code = (
-        "import sys\nfrom typer.testing import CliRunner\nfrom mempalace_cli.cli import app\n"
+        "import json, sys\nfrom typer.testing import CliRunner\nfrom mempalace_cli.cli import app\n"
         f"r = CliRunner().invoke(app, {args!r})\n"
-        "print(r.exit_code, 'onnxruntime' in sys.modules, 'chromadb' in sys.modules)\n"
+        "print(json.dumps({'exit': r.exit_code, 'stdout': r.stdout, 'stderr': r.stderr,\n"
+        "    'onnxruntime': 'onnxruntime' in sys.modules,\n"
+        "    'chromadb': 'chromadb' in sys.modules}))\n"
     )
     env = {**os.environ, "MEMPALACE_HOME": str(tmp_path / "home")}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
-    exit_code, ort_loaded, chroma_loaded = out.stdout.split()
-    assert ort_loaded == "False", out.stdout
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["exit"] == 0, result
+    assert result["onnxruntime"] is False, result
     if command == ["--help"]:
-        assert chroma_loaded == "False"
+        assert result["chromadb"] is False and "mine" in result["stdout"]
+    elif "status" in command:
+        status = json.loads(result["stdout"])
+        assert status["total_drawers"] > 0 and "notes" in status["taxonomy"]
+    else:
+        assert (folder / "mempalace.toml").is_file()
 
 
 def test_editing_rooms_in_mempalace_toml_re_routes_only_the_files_that_move(cli_json, notes):

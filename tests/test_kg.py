@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,11 @@ def clerk(kg) -> dict[str, str]:
         "clerk": kg("add", "MyProject", "uses", "Clerk", "--valid-from", SWITCH)["triple_id"],
         "replaces": kg("add", "Clerk", "replaces", "Auth0", "--valid-from", SWITCH)["triple_id"],
     }
+
+
+def _today() -> str:
+    """The user's local date (the knowledge graph's "today" for a date-only end)."""
+    return date.today().isoformat()
 
 
 def _triples(result: dict) -> set[tuple[str, str, str, str]]:
@@ -118,8 +124,15 @@ def test_invalidate_unknown_fact_is_not_found(kg, clerk):
 
 def test_invalidate_defaults_to_today_and_rejects_end_before_start(kg):
     kg("add", "Ana", "owns", "billing")
+    before = _today()
     result = kg("invalidate", "Ana", "owns", "billing")
-    assert result["ended"] == parse_date(result["ended"])  # a plain date: today
+    # Today, the local date (read before and after, in case the test straddles midnight).
+    assert result["ended"] in {before, _today()}, (result["ended"], before)
+    assert result["ended"] == parse_date(result["ended"])  # a plain date
+    assert result["facts"][0]["valid_to"] == result["ended"]
+    # And the fact is over now: a query without a date shows it, no longer current.
+    facts = kg("query", "Ana")["facts"]
+    assert [(f["object"], f["current"]) for f in facts] == [("billing", False)]
     kg("add", "Ana", "owns", "auth", "--valid-from", "2026-05-01")
     err = kg("invalidate", "Ana", "owns", "auth", "--ended", "2026-04-01", expect=2)["error"]
     assert "2026-04-01" in err["message"] and "2026-05-01" in err["message"]

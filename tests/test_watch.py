@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,8 +91,10 @@ def test_rename_moves_drawers_without_re_embedding(watched: dict) -> None:
 
 
 def test_ignored_paths_never_trigger_work(watched: dict) -> None:
+    """Ignored paths are written first, then one relevant file: inotify reports events in
+    order, so the batch that files the relevant file has seen every earlier event. It must
+    hold that one path only, and no batch before it may exist (a positive signal, no sleep)."""
     folder, palace, watcher = watched["folder"], watched["palace"], watched["watcher"]
-    time.sleep(1.0)
     seen = len(watcher.batches())
     (folder / "secret").mkdir()
     (folder / "secret" / "keys.md").write_text("wombat password hunter2\n")
@@ -102,8 +103,16 @@ def test_ignored_paths_never_trigger_work(watched: dict) -> None:
     (folder / "draft.md~").write_text("wombat backup\n")
     (folder / "node_modules").mkdir()
     (folder / "node_modules" / "readme.md").write_text("wombat dependency\n")
-    time.sleep(2.5)  # well past the debounce
-    assert watcher.batches()[seen:] == []
+    sentinel = folder / "sentinel-ignored.md"
+    sentinel.write_text("The quokka sentinel marks the end of the ignored writes.\n")
+
+    def sentinel_batch() -> list[dict[str, Any]]:
+        return [b for b in watcher.batches()[seen:] if "sentinel-ignored.md" in b["mined_files"]]
+
+    wait_until(sentinel_batch, 15, "the batch that files the sentinel")
+    batches = watcher.batches()[seen:]
+    assert len(batches) == 1, batches  # nothing before it: no ignored path made a batch
+    assert batches[0]["paths"] == 1 and batches[0]["mined_files"] == ["sentinel-ignored.md"]
     assert sources(palace, "wombat") == set()
 
 
@@ -122,7 +131,13 @@ def test_burst_is_coalesced_into_few_batches(watched: dict) -> None:
         finally:
             p.close()
 
-    wait_until(all_filed, 60, "the burst filed")
+    # The batch's line is printed after its write commits: wait for the lines, not the palace.
+    wait_until(
+        lambda: sum(b["files"]["mined"] for b in watcher.batches()[seen:]) >= BURST,
+        90,
+        "the burst's batches",
+    )
+    assert all_filed()
     batches = watcher.batches()[seen:]
     assert sum(b["files"]["mined"] for b in batches) == BURST
     assert len(batches) <= 6, [b["files"] for b in batches]
@@ -145,8 +160,15 @@ def test_palace_inside_the_folder_is_ignored(tmp_path: Path, embedder: Any) -> N
         assert first["observer"] == "polling" and first["files"]["mined"] > 0
         (folder / "capybara.md").write_text("The capybara offsite is in May.\n")
         wait_until(lambda: watcher.batches(), 15, "a batch")
-        time.sleep(3)  # several polls after our own writes to the palace
-        assert len(watcher.batches()) == 1, watcher.batches()
+        # The first batch wrote to the palace inside the folder. A second file written after
+        # it is a positive signal: the polls that see it have seen every palace write too, so
+        # if those fed the watcher, they would show up in this batch or one before it.
+        (folder / "tapir.md").write_text("The tapir review is in June.\n")
+        wait_until(lambda: len(watcher.batches()) >= 2, 15, "the second file's batch")
+        first, second = watcher.batches()[:2]
+        assert len(watcher.batches()) == 2, watcher.batches()
+        assert first["paths"] == 1 and first["mined_files"] == ["capybara.md"]
+        assert second["paths"] == 1 and second["mined_files"] == ["tapir.md"]
         assert sources(palace, "capybara") == {str(folder / "capybara.md")}
     finally:
         assert watcher.stop() == 0, watcher.stderr()
@@ -160,10 +182,14 @@ def test_sigterm_finishes_the_batch_in_flight_and_exits_0(tmp_path: Path, embedd
     watcher.wait_event("mine")
     for i in range(40):
         (folder / f"late-{i}.md").write_text(f"Late note {i} about the tapir project. " * 30)
-    time.sleep(0.8)  # past the debounce: the batch is being embedded now
-    code = watcher.stop(signal.SIGTERM)
+    started = watcher.wait_event("batch_start", timeout=30)  # a batch is being embedded now
+    in_flight = started["batch"] not in [b["batch"] for b in watcher.batches()]
+    code = watcher.stop(signal.SIGTERM, timeout=180)  # a loaded machine embeds slowly
     assert code == 0, watcher.stderr()
-    assert watcher.events[-1] == {"event": "stopped", "batches": len(watcher.batches())}
+    assert in_flight, "the batch finished before SIGTERM: nothing was in flight"
+    done = [b["batch"] for b in watcher.batches()]
+    assert started["batch"] in done  # the batch in flight was finished, not dropped
+    assert watcher.events[-1] == {"event": "stopped", "batches": len(done)}
     # Whatever was filed is whole: a later mine only adds what the watcher hadn't reached.
     before = palace_snapshot(palace)
     for src, (_, ids) in before["files"].items():

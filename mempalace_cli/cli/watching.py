@@ -53,6 +53,10 @@ def watch_folder(
         else:
             env.out.print(batch_line(report), highlight=False)
 
+    def on_start(info: dict[str, Any]) -> None:
+        if json_output:  # people see the batch's line when it is done; programs see both
+            _json_line({"event": "batch_start", **info})
+
     def on_error(exc: MemPalaceError) -> None:
         if json_output:
             _json_line({"event": "error", "error": exc.to_dict()})
@@ -75,6 +79,7 @@ def watch_folder(
         poll=poll,
         on_batch=on_batch,
         on_error=on_error,
+        on_start=on_start,
         on_repair=on_repair,
     )
     # Observe first, so nothing saved during the first pass is missed.

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 CHUNK_CHARS = 800
 OVERLAP_CHARS = 100
-_SPACE = re.compile(r"\s")
+# Everything up to and including the last whitespace character (greedy, then one backtrack).
+_UP_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -23,26 +24,27 @@ class Chunk:
 
 def _split_long_line(line: str, limit: int) -> list[str]:
     """Split one over-long line (minified code, a pasted blob) at whitespace, never mid-word
-    unless a single word is longer than the limit."""
+    unless a single word is longer than the limit. Linear: each cut looks at one window of
+    `limit` characters, and the line is never copied except into its pieces."""
     pieces: list[str] = []
-    rest = line
-    while len(rest) > limit:
-        cut = -1
-        for m in _SPACE.finditer(rest, 0, limit):
-            cut = m.end()
+    pos, end = 0, len(line)
+    while end - pos > limit:
+        m = _UP_TO_LAST_SPACE.match(line, pos, pos + limit)
+        cut = m.end() - pos if m else -1
         if cut <= limit // 4:
             cut = limit
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    if rest:
-        pieces.append(rest)
+        pieces.append(line[pos : pos + cut])
+        pos += cut
+    if pos < end:
+        pieces.append(line[pos:])
     return pieces
 
 
 def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS) -> list[Chunk]:
     """Greedy packing of whole lines up to `size` characters, preferring to end a chunk at a
     blank line (paragraph) in its second half; the next chunk starts with whole lines covering
-    about `overlap` characters of the previous one."""
+    about `overlap` characters of the previous one. Linear in the text's length: lengths of
+    runs of units come from a prefix sum, never from re-adding them."""
     if not text.strip():
         return []
     # (piece, line number); long lines become several pieces on the same line number.
@@ -52,18 +54,21 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS)
             units.extend((p, lineno) for p in _split_long_line(line, size))
         else:
             units.append((line, lineno))
+    # prefix[i] = characters in units[:i]
+    prefix = [0]
+    for piece, _ in units:
+        prefix.append(prefix[-1] + len(piece))
 
     chunks: list[Chunk] = []
     start = 0
     while start < len(units):
-        end, length = start, 0
-        while end < len(units) and (length + len(units[end][0]) <= size or end == start):
-            length += len(units[end][0])
+        end = start + 1  # a chunk holds at least one unit
+        while end < len(units) and prefix[end + 1] - prefix[start] <= size:
             end += 1
         if end < len(units):
             # Prefer a paragraph break in the second half of the chunk.
             for k in range(end - 1, start, -1):
-                if sum(len(units[j][0]) for j in range(start, k)) < size // 2:
+                if prefix[k] - prefix[start] < size // 2:
                     break
                 if not units[k][0].strip():
                     end = k + 1
@@ -74,9 +79,8 @@ def chunk_text(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS)
         if end >= len(units):
             break
         # Step back over whole units worth about `overlap` characters.
-        back, carried = end, 0
-        while back - 1 > start and carried + len(units[back - 1][0]) <= overlap:
+        back = end
+        while back - 1 > start and prefix[end] - prefix[back - 1] <= overlap:
             back -= 1
-            carried += len(units[back][0])
         start = back if back > start else end
     return chunks

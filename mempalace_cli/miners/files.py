@@ -3,13 +3,17 @@ worth mining, never follow a symlink out of the folder, and say why anything was
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
+
+from mempalace_cli.miners.paths import is_storable, storable
 
 # Folders that hold tools' state, dependencies or build output, never notes.
 SKIP_DIRS = frozenset(
@@ -48,12 +52,21 @@ TEMP_SUFFIXES = (".swp", ".swo", ".swx", "~", ".tmp", ".temp", ".part", ".crdown
 TEMP_PREFIXES = (".#", "#", ".~lock.")
 
 SNIFF_BYTES = 8192
+# Folders opened ahead of their turn during a walk (each relative to its parent): bounded, so
+# a folder with thousands of sub-folders never runs out of file descriptors.
+MAX_OPEN_AHEAD = 64
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
 class Candidate:
-    path: Path  # absolute, inside the root
-    rel: str  # posix path relative to the root
+    path: Path  # absolute, inside the root (the name on disk, undecodable bytes and all)
+    rel: str  # posix path relative to the root, as shown (see miners.paths.storable)
+
+    @property
+    def source(self) -> str:
+        """The path as stored in the palace (`source_file`): valid UTF-8 text."""
+        return storable(str(self.path))
 
 
 @dataclass(frozen=True)
@@ -90,45 +103,152 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+_Chain = tuple[tuple[str, pathspec.GitIgnoreSpec], ...]
+
+
 class IgnoreRules:
-    """The .gitignore files from the root down to one folder, plus the project's excludes."""
+    """The .gitignore files from the root down to one folder, plus the project's excludes.
+
+    Each folder's chain of .gitignore specs is built once from its parent's, and paths are cut
+    relative to each .gitignore's folder by string slicing: asking about a path costs its
+    length times the number of .gitignore files above it, never its depth squared.
+    """
 
     def __init__(self, root: Path, exclude: Sequence[str] = ()) -> None:
         self.root = root
+        self._root_str = str(root)
         self.exclude = pathspec.GitIgnoreSpec.from_lines(list(exclude)) if exclude else None
         self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._chains: dict[Path, _Chain] = {}
+        self._dirs: dict[Path, bool] = {}
 
     def _spec_for(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
         if folder not in self._specs:
             gi = folder / ".gitignore"
             spec = None
-            if gi.is_file():
-                try:
+            try:
+                if gi.is_file():
                     lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
                     spec = pathspec.GitIgnoreSpec.from_lines(lines)
-                except OSError:
-                    spec = None
+            except (OSError, ValueError):  # unreadable, or a pattern pathspec rejects
+                spec = None
             self._specs[folder] = spec
         return self._specs[folder]
 
+    def preload(self, folder: Path, spec: pathspec.GitIgnoreSpec | None) -> None:
+        """The walk read `folder`'s .gitignore itself (or saw there is none): no stat needed."""
+        self._specs.setdefault(folder, spec)
+
+    def _inside(self, folder: Path) -> bool:
+        text = str(folder)
+        return text == self._root_str or text.startswith(self._root_str.rstrip(os.sep) + os.sep)
+
+    def _chain(self, folder: Path) -> _Chain:
+        """(folder, spec) for every .gitignore from the root down to `folder`."""
+        todo: list[Path] = []
+        here = folder
+        while here not in self._chains:
+            todo.append(here)
+            if here == self.root or not self._inside(here.parent) or here.parent == here:
+                break
+            here = here.parent
+        for f in reversed(todo):
+            above = self._chains.get(f.parent, ()) if f != self.root else ()
+            spec = self._spec_for(f)
+            self._chains[f] = above + ((str(f), spec),) if spec is not None else above
+        return self._chains[folder]
+
     def ignored(self, path: Path, is_dir: bool) -> bool:
-        rel = path.relative_to(self.root).as_posix()
+        text = str(path)
+        if not self._inside(path) or text == self._root_str:
+            return False
         suffix = "/" if is_dir else ""
+        rel = text[len(self._root_str.rstrip(os.sep)) + 1 :]
         if self.exclude is not None and self.exclude.match_file(rel + suffix):
             return True
         # Each .gitignore applies to paths relative to its own folder.
-        folder = path.parent
-        chain = []
-        while True:
-            chain.append(folder)
-            if folder == self.root or self.root not in folder.parents:
-                break
-            folder = folder.parent
-        for base in reversed(chain):
-            spec = self._spec_for(base)
-            if spec is not None and spec.match_file(path.relative_to(base).as_posix() + suffix):
+        for base, spec in self._chain(path.parent):
+            if spec.match_file(text[len(base.rstrip(os.sep)) + 1 :] + suffix):
                 return True
         return False
+
+    def folder_ignored(self, folder: Path) -> bool:
+        """True when `folder` or any folder between it and the root is ignored (cached)."""
+        todo: list[Path] = []
+        here = folder
+        while here not in self._dirs:
+            if here == self.root or not self._inside(here):
+                self._dirs[here] = False
+                break
+            todo.append(here)
+            here = here.parent
+        for f in reversed(todo):
+            self._dirs[f] = self._dirs[f.parent] or self.ignored(f, is_dir=True)
+        return self._dirs[folder]
+
+
+def symlink_problem(link: Path, root: Path) -> str | None:
+    """Why a symlink found under `root` can't be mined, or None when it leads to a file
+    inside `root`. A loop (a -> b -> a) or a dangling link is a reason, never an exception."""
+    try:
+        target = Path(os.path.realpath(link, strict=True))
+    except (OSError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+            return "symlink loop (the link leads back to itself); fix or remove the link"
+        return f"broken symlink ({getattr(exc, 'strerror', None) or exc}); fix or remove it"
+    if root not in target.parents:
+        return "symlink pointing outside the mined folder"
+    if not target.is_file():
+        return "symlink to something that is not a file"
+    return None
+
+
+def _entry_is_dir(entry: os.DirEntry[str]) -> bool:
+    """A real folder (not a symlink to one)."""
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _entry_is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _links_to_dir(path: Path) -> bool:
+    try:
+        return os.path.isdir(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _open_dir(name: str | Path, dir_fd: int | None = None) -> int:
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def _list_dir(here: Path, fd: int | None) -> tuple[list[os.DirEntry[str]], int]:
+    """The folder's entries by name, and an open descriptor for it (the caller closes it)."""
+    if fd is None:
+        fd = _open_dir(here)
+    try:
+        with os.scandir(fd) as it:
+            return sorted(it, key=lambda e: e.name), fd
+    except OSError:
+        os.close(fd)
+        raise
+
+
+def _read_gitignore(fd: int) -> pathspec.GitIgnoreSpec | None:
+    try:
+        gi = os.open(".gitignore", os.O_RDONLY | os.O_CLOEXEC, dir_fd=fd)
+        with os.fdopen(gi, "rb") as fh:
+            lines = fh.read().decode("utf-8", errors="replace").splitlines()
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (OSError, ValueError):
+        return None
 
 
 def walk(
@@ -138,34 +258,78 @@ def walk(
 
     Ignored folders and files (gitignore, excludes, tool folders, temp files) are silently
     pruned: they were never the user's content. Files we looked at and refused are reported.
+    The walk keeps its own stack (no recursion: any depth works) and visits each folder once:
+    symlinked folders are never entered, so a symlink loop can't trap it. Each folder is
+    opened relative to its parent's descriptor, so the kernel never re-resolves a long path:
+    a 1,500-deep chain costs 1,500 opens, not 1,500 x 1,500 path lookups.
     """
     root = root.resolve()
     rules = IgnoreRules(root, exclude)
-    skip_resolved = {p.resolve() for p in skip_paths}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        here = Path(dirpath)
-        kept = []
-        for d in sorted(dirnames):
-            full = here / d
-            if is_skipped_dir(d) or full in skip_resolved or full.is_symlink():
+    skip_resolved = {Path(os.path.realpath(p)) for p in skip_paths}
+    root_prefix = len(str(root).rstrip(os.sep)) + 1
+    stack: list[tuple[Path, int | None]] = [(root, None)]
+    held = 0  # descriptors opened ahead for folders still on the stack
+    try:
+        while stack:
+            here, fd = stack.pop()
+            held -= fd is not None
+            try:
+                entries, fd = _list_dir(here, fd)
+            except OSError as exc:
+                if here == root:
+                    raise
+                rel = storable(str(here)[root_prefix:])
+                yield Skipped(
+                    rel + "/",
+                    f"folder unreadable ({exc.strerror or exc}); its files were not mined",
+                )
                 continue
-            if rules.ignored(full, is_dir=True):
-                continue
-            kept.append(d)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            full = here / name
-            if is_temp_file(name) or name == "mempalace.toml":
-                continue
-            if rules.ignored(full, is_dir=False):
-                continue
-            rel = full.relative_to(root).as_posix()
-            if full.is_symlink():
-                target = full.resolve()
-                if root not in target.parents:
-                    yield Skipped(rel, "symlink pointing outside the mined folder")
-                    continue
-                if not target.is_file():
-                    yield Skipped(rel, "symlink to something that is not a file")
-                    continue
-            yield Candidate(full, rel)
+            try:
+                names = {e.name for e in entries}
+                rules.preload(here, _read_gitignore(fd) if ".gitignore" in names else None)
+                subdirs: list[tuple[Path, int | None]] = []
+                for entry in entries:
+                    name = entry.name
+                    full = here / name
+                    if _entry_is_dir(entry):
+                        if is_skipped_dir(name) or full in skip_resolved:
+                            continue
+                        if not rules.ignored(full, is_dir=True):
+                            child: int | None = None
+                            if held < MAX_OPEN_AHEAD:
+                                with suppress(OSError):  # else: opened by path when popped
+                                    child = _open_dir(name, fd)
+                                    held += 1
+                            subdirs.append((full, child))
+                        continue
+                    if entry.is_symlink() and _links_to_dir(full):
+                        continue  # a symlinked folder: never entered (see the docstring)
+                    if is_temp_file(name) or name == "mempalace.toml":
+                        continue
+                    if rules.ignored(full, is_dir=False):
+                        continue
+                    rel = storable(str(full)[root_prefix:])
+                    if not is_storable(name) and storable(name) in names:
+                        yield Skipped(
+                            rel,
+                            f"its name is not valid UTF-8 and its readable form "
+                            f"{storable(name)!r} is the name of another file here; "
+                            "rename one of them",
+                        )
+                        continue
+                    if entry.is_symlink():
+                        problem = symlink_problem(full, root)
+                        if problem:
+                            yield Skipped(rel, problem)
+                            continue
+                    elif not _entry_is_file(entry):  # a FIFO would wait for a writer forever
+                        yield Skipped(rel, "not a regular file (a pipe, socket or device)")
+                        continue
+                    yield Candidate(full, rel)
+            finally:
+                os.close(fd)
+            stack.extend(reversed(subdirs))
+    finally:  # the caller may stop early (--limit): close what was opened ahead
+        for _, fd in stack:
+            if fd is not None:
+                os.close(fd)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,27 +69,61 @@ def load_project_config(root: Path) -> ProjectConfig | None:
 
 @dataclass(frozen=True)
 class FileText:
+    """A file's text, and the hash, size and mtime of the very bytes it was decoded from."""
+
     text: str
     encoding: str
+    digest: str = ""
+    size: int = 0
+    mtime: float = 0.0
 
 
 def read_text_file(path: Path, max_bytes: int) -> FileText | str:
-    """The file's text, or the reason it can't be mined."""
+    """The file's text, or the reason it can't be mined.
+
+    The file is opened once and read once: the verdict (size, binary), the content hash and
+    the text all come from the same bytes, so a save between two reads can't store the new
+    hash with the old text. Size and mtime are taken from the open file before reading: if it
+    changes while we read, its mtime differs next time and it is read again.
+    """
     verdict = file_type_verdict(path)
     if verdict:
         return verdict
     try:
-        size = path.stat().st_size
-        if size == 0:
-            return "empty file"
-        if size > max_bytes:
-            return (
-                f"larger than the {max_bytes / 1e6:g} MB limit ({size / 1e6:.1f} MB); "
-                "raise max_file_mb in mempalace.toml to mine it"
-            )
-        data = path.read_bytes()
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open below
+            return "not a regular file (a pipe, socket or device)"
+        with path.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return "not a regular file"
+            if st.st_size == 0:
+                return "empty file"
+            if st.st_size > max_bytes:
+                return _too_large(st.st_size, max_bytes)
+            data = fh.read(max_bytes + 1)
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
+    if len(data) > max_bytes:  # it grew while we read
+        return _too_large(len(data), max_bytes)
+    if not data:
+        return "empty file"
+    text = decode_text(data)
+    if not isinstance(text, FileText):
+        return text
+    return FileText(
+        text.text, text.encoding, hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime
+    )
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return (
+        f"larger than the {max_bytes / 1e6:g} MB limit ({size / 1e6:.1f} MB); "
+        "raise max_file_mb in mempalace.toml to mine it"
+    )
+
+
+def decode_text(data: bytes) -> FileText | str:
+    """Bytes as text (UTF-8, or cp1252 when that reads as printable text), or why not."""
     if not looks_textual(data[:SNIFF_BYTES]):
         return "binary content (NUL bytes)"
     try:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,37 @@ def _name_words(name: str) -> list[str]:
     return [w for w in _WORD.findall(name.lower()) if len(w) > 2 and w not in STOPWORDS]
 
 
+ROOM_SAMPLE = 2000  # names read per top-level folder to find its keywords
+
+
+def _names_under(folder: Path, limit: int) -> Iterator[tuple[str, bool]]:
+    """(name, is_file) of up to `limit` entries under `folder`, breadth first, with an explicit
+    queue: any depth works (no recursion), tool folders and symlinked folders are not entered,
+    and unreadable folders are passed over."""
+    queue: deque[Path] = deque([folder])
+    seen = 0
+    while queue and seen < limit:
+        here = queue.popleft()
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if seen >= limit:
+                return
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir and is_skipped_dir(entry.name):
+                continue
+            seen += 1
+            yield entry.name, not is_dir
+            if is_dir:
+                queue.append(Path(entry.path))
+
+
 def detect_rooms(root: Path, max_rooms: int = 30) -> list[Room]:
     """One room per top-level folder, with keywords from its name, its subfolders and the
     words most common in its file names."""
@@ -46,10 +78,8 @@ def detect_rooms(root: Path, max_rooms: int = 30) -> list[Room]:
         if entry.name.startswith("."):
             continue
         words: Counter[str] = Counter()
-        for path in list(entry.rglob("*"))[:2000]:
-            if any(is_skipped_dir(p) for p in path.relative_to(entry).parts):
-                continue
-            words.update(_name_words(path.stem if path.is_file() else path.name))
+        for name, is_file in _names_under(entry, ROOM_SAMPLE):
+            words.update(_name_words(Path(name).stem if is_file else name))
         base = _name_words(entry.name)
         keywords = list(dict.fromkeys(base + [w for w, n in words.most_common(8) if n > 1]))
         rooms.append(Room(normalize_name(entry.name), keywords[:10]))

@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mempalace_cli.catalog import DrawerRow, FileRecord
+from mempalace_cli.drawer_ids import drawer_id as convo_drawer_id
+from mempalace_cli.drawer_ids import legacy_drawer_id
 from mempalace_cli.miners.convos import (
     SLACK_INDEX,
     ConvoDrawer,
@@ -35,10 +37,17 @@ from mempalace_cli.miners.convos import (
     read_exchanges,
 )
 from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
+from mempalace_cli.miners.paths import source_key
 from mempalace_cli.miners.project import DEFAULT_EXCLUDE
 from mempalace_cli.miners.rooms import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
-from mempalace_cli.service.mining import EMBED_GROUP, MineReport, _resolve_dir
+from mempalace_cli.service.mining import (
+    EMBED_GROUP,
+    PER_FILE_ERRORS,
+    MineReport,
+    _resolve_dir,
+    per_file_reason,
+)
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 MODE = "convos"
@@ -79,12 +88,12 @@ class ConvoMiningOps(PalaceCore):
         started = time.perf_counter()
         root = _resolve_dir(directory)
         wing_name = normalize_name(wing or root.name)
-        report = MineReport(str(root), wing_name, MODE, dry_run)
+        report = MineReport(source_key(root), wing_name, MODE, dry_run)
         if not dry_run:
             report.palace_created = self.create()
             self.sync()
         has_catalog = self.catalog.exists
-        known = self.catalog.files_under(str(root)) if has_catalog else {}
+        known = self.catalog.files_under(source_key(root)) if has_catalog else {}
         existing = self.catalog.all_ids() if has_catalog else set()
         notify = progress or (lambda event, data: None)
 
@@ -129,19 +138,27 @@ class ConvoMiningOps(PalaceCore):
             if limit is not None and len(seen) >= limit:
                 break
             assert isinstance(item, Candidate)
-            src = str(item.path)
+            src = source_key(item.path)
             seen.add(src)
             try:
                 st = item.path.stat()
             except OSError as exc:
-                report.files_skipped.append({"file": item.rel, "reason": f"unreadable: {exc}"})
+                report.files_skipped.append({"file": item.rel, "reason": per_file_reason(exc)})
                 continue
             rec = known.get(src)
             same_place = rec is not None and rec.wing == wing and rec.ingest_mode == MODE
             if same_place and rec.size == st.st_size and rec.mtime == st.st_mtime:
                 report.files_unchanged += 1
                 continue
-            found = detect(item.path)
+            try:
+                # The hash is taken before the exchanges are read: a save in between leaves
+                # an old hash with new text, so the next run reads the file again (never the
+                # other way round, which would call a changed file "unchanged").
+                found = detect(item.path)
+                digest = sha256_file(item.path) if found.format else ""
+            except PER_FILE_ERRORS as exc:  # vanished, unreadable, nested too deep
+                report.files_skipped.append({"file": item.rel, "reason": per_file_reason(exc)})
+                continue
             if found.format == SLACK_INDEX:
                 report.files_skipped.append({"file": item.rel, "reason": SLACK_INDEX_REASON})
                 seen.discard(src)
@@ -150,7 +167,6 @@ class ConvoMiningOps(PalaceCore):
                 report.files_skipped.append({"file": item.rel, "reason": found.reason})
                 seen.discard(src)  # mined before and no longer an export: its drawers go
                 continue
-            digest = sha256_file(item.path)
             if same_place and rec.content_hash == digest:
                 report.files_unchanged += 1
                 if not report.dry_run:
@@ -165,8 +181,10 @@ class ConvoMiningOps(PalaceCore):
                 rows: list[DrawerRow] | None = []
                 problems: list[Problem] = []
                 size = 0
-                context = _RowContext(wing, agent, src, str(root), digest, st.st_mtime)
-                for row in self._rows(item.path, found.format, context, problems):
+                context = _RowContext(wing, agent, src, source_key(root), digest, st.st_mtime)
+                for row, legacy in self._rows(item.path, found.format, context, problems):
+                    if legacy in existing and self._filed_as_legacy(legacy, row):
+                        row = replace(row, id=legacy)  # filed before ids covered wing and room
                     if row.id in in_file:
                         continue  # the same exchange twice in one file: one drawer
                     in_file.add(row.id)
@@ -180,7 +198,7 @@ class ConvoMiningOps(PalaceCore):
                         rows.append(row)
                         if held + size > HOLD_CHARS:
                             rows = None  # too much to keep: pass two reads the file again
-            except (ParseError, OSError, UnicodeDecodeError) as exc:
+            except (ParseError, UnicodeDecodeError, *PER_FILE_ERRORS) as exc:
                 planned -= new_ids
                 report.files_skipped.append({"file": item.rel, "reason": _reason(exc)})
                 seen.discard(src)
@@ -214,7 +232,7 @@ class ConvoMiningOps(PalaceCore):
 
     def _rows(
         self, path: Path, fmt: str, context: _RowContext, problems: list[Problem]
-    ) -> Iterator[DrawerRow]:
+    ) -> Iterator[tuple[DrawerRow, str]]:
         def exchanges() -> Iterator[Exchange]:
             for item in read_exchanges(path, fmt):
                 if isinstance(item, Problem):
@@ -223,7 +241,14 @@ class ConvoMiningOps(PalaceCore):
                     yield item
 
         for index, drawer in enumerate(plan_drawers(exchanges())):
-            yield context.row(drawer, index)
+            yield context.row(drawer, index), context.legacy_id(drawer)
+
+    def _filed_as_legacy(self, legacy: str, row: DrawerRow) -> bool:
+        """True when `legacy` (the id this exchange got before ids covered wing and room) is
+        stored in the row's own wing and room, not in a look-alike pair such as a_b/c vs
+        a/b_c."""
+        stored = self.catalog.get([legacy]).get(legacy)
+        return stored is not None and (stored.wing, stored.room) == (row.wing, row.room)
 
     # -- pass two: embed and file -----------------------------------------------------------
     def _file_exports(
@@ -251,8 +276,8 @@ class ConvoMiningOps(PalaceCore):
                 notify("embedded", {"chunks": len(rows)})
             records = [
                 FileRecord(
-                    str(p.path),
-                    str(root),
+                    source_key(p.path),
+                    source_key(root),
                     wing,
                     p.content_hash,
                     p.size,
@@ -285,14 +310,16 @@ class ConvoMiningOps(PalaceCore):
         if p.rows is not None:
             yield from p.rows
             return
-        context = _RowContext(wing, agent, str(p.path), str(root), p.content_hash, p.mtime)
+        context = _RowContext(
+            wing, agent, source_key(p.path), source_key(root), p.content_hash, p.mtime
+        )
         emitted: set[str] = set()
         try:
-            for row in self._rows(p.path, p.fmt, context, []):
+            for row, _ in self._rows(p.path, p.fmt, context, []):
                 if row.id in p.new_ids and row.id not in emitted:
                     emitted.add(row.id)
                     yield row
-        except (ParseError, OSError, UnicodeDecodeError):
+        except (ParseError, UnicodeDecodeError, *PER_FILE_ERRORS):
             return  # changed under us since pass one; the next run picks it up
 
     # -- deletions --------------------------------------------------------------------------
@@ -323,18 +350,18 @@ class ConvoMiningOps(PalaceCore):
         candidates: dict[str, str] = {}  # drawer id -> the file it used to come from
         for p in pending:
             keep = set(p.drawer_ids)
-            for drawer_id in p.old_ids + self._ids_from(str(p.path)):
+            for drawer_id in p.old_ids + self._ids_from(source_key(p.path)):
                 if drawer_id not in keep:
-                    candidates.setdefault(drawer_id, str(p.path))
+                    candidates.setdefault(drawer_id, source_key(p.path))
         for src in removed:
             for drawer_id in known[src].drawer_ids + self._ids_from(src):
                 candidates.setdefault(drawer_id, src)
         if not candidates:
             return [], {}
-        claims = self._claims(gone_files | {str(p.path) for p in extra_claims})
+        claims = self._claims(gone_files | {source_key(p.path) for p in extra_claims})
         for p in extra_claims:
             for drawer_id in p.drawer_ids:
-                claims.setdefault(drawer_id, str(p.path))
+                claims.setdefault(drawer_id, source_key(p.path))
         delete = [i for i in candidates if i not in claims]
         repoint = {i: claims[i] for i in candidates if i in claims}
         return delete, repoint
@@ -408,6 +435,9 @@ class _RowContext:
     content_hash: str
     mtime: float
 
+    def legacy_id(self, drawer: ConvoDrawer) -> str:
+        return legacy_drawer_id(self.wing, drawer.room, drawer.key)
+
     def row(self, drawer: ConvoDrawer, index: int) -> DrawerRow:
         meta = drawer.metadata()
         meta.update(
@@ -417,7 +447,7 @@ class _RowContext:
             source_mtime=self.mtime,
         )
         return DrawerRow(
-            id=f"drawer_{self.wing}_{drawer.room}_{drawer.key[:16]}",
+            id=convo_drawer_id(self.wing, drawer.room, drawer.key),
             wing=self.wing,
             room=drawer.room,
             source_file=self.source_file,
@@ -433,13 +463,12 @@ def _reason(exc: BaseException) -> str:
         return f"{exc.where}: {exc.problem}"
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 text (invalid byte at offset {exc.start})"
-    if isinstance(exc, OSError):
-        return f"unreadable: {exc.strerror or exc}"
-    return str(exc)
+    return per_file_reason(exc)
 
 
-def _rel(root: Path, src: str) -> str:
+def _rel(root: Path | str, src: str) -> str:
+    """A stored source path relative to the mined folder, for reports."""
     try:
-        return Path(src).relative_to(root).as_posix()
+        return Path(src).relative_to(source_key(root)).as_posix()
     except ValueError:
         return src

@@ -19,6 +19,7 @@ from mempalace_cli.consistency import (
     now_iso,
     row_from,
 )
+from mempalace_cli.drawer_rules import prepare_rows
 from mempalace_cli.embedder import Embedder, get_embedder
 from mempalace_cli.errors import NoPalaceError
 from mempalace_cli.locking import PalaceLock
@@ -170,7 +171,10 @@ class PalaceCore:
         Chroma is written first, under a write-in-progress mark: a crash in between leaves the
         mark and an old manifest, so the next reader rebuilds the catalogue from Chroma and the
         next mine redoes the files; never a catalogue row or a manifest entry without drawers.
+        Every row is checked before the mark is set: a value Chroma would refuse is an
+        InvalidInputError with nothing written, never a half-done write.
         """
+        rows = prepare_rows(rows)
         new_ids = {r.id for r in rows}
         stale = [i for i in dict.fromkeys(replace_ids) if i not in new_ids]
         with self.lock.hold():  # re-entrant: callers already hold it around read-then-write

@@ -7,10 +7,13 @@ import threading
 from typing import Any
 
 from mempalace_cli.catalog import DrawerRow
+from mempalace_cli.drawer_ids import candidate_ids, filed_under
+from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.miners.rooms import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.store import where_filter
+from mempalace_cli.textsafe import clean_text
 from mempalace_cli.vector_index import VectorIndex
 
 MAX_RESULTS = 100
@@ -349,12 +352,15 @@ class DrawerOps(PalaceCore):
         wing_n, room_n = normalize_name(wing or ""), normalize_name(room or "")
         if not wing or not room:
             raise InvalidInputError("A drawer needs both a wing and a room.")
+        content = clean_text(content)
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-        drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
+        drawer_id = hand_filed_id(wing_n, room_n, digest)
         self.create()
         self.sync()
-        if drawer_id in self.catalog.get([drawer_id]):
-            return {"success": True, "drawer_id": drawer_id, "already_stored": True}
+        stored = self.catalog.get(candidate_ids(wing_n, room_n, digest))
+        already = filed_under(stored, wing_n, room_n, digest, content)
+        if already:
+            return {"success": True, "drawer_id": already, "already_stored": True}
         vec = self.embedder.embed([content])
         if check_duplicates:
             matches = [
@@ -388,6 +394,7 @@ class DrawerOps(PalaceCore):
         `add_drawer` derives them, so identical content in the same place is stored once."""
         rows: dict[str, DrawerRow] = {}
         ids: list[str] = []
+        digests: dict[str, tuple[str, str, str]] = {}
         stamp = now_iso()
         for n, item in enumerate(drawers):
             content, wing, room = item.get("content"), item.get("wing"), item.get("room")
@@ -398,9 +405,11 @@ class DrawerOps(PalaceCore):
             if not wing or not room:
                 raise InvalidInputError(f"Drawer {n} needs both a wing and a room.")
             wing_n, room_n = normalize_name(wing), normalize_name(room)
-            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()  # type: ignore[union-attr]
-            drawer_id = f"drawer_{wing_n}_{room_n}_{digest[:16]}"
+            content = clean_text(content)  # type: ignore[arg-type]
+            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+            drawer_id = hand_filed_id(wing_n, room_n, digest)
             ids.append(drawer_id)
+            digests[drawer_id] = (wing_n, room_n, digest)
             meta: dict[str, Any] = dict(item.get("metadata") or {})
             meta.update(
                 added_by=added_by,
@@ -422,8 +431,10 @@ class DrawerOps(PalaceCore):
             )  # type: ignore[arg-type]
         self.create()
         self.sync()
-        existing = self.catalog.get(list(rows))
-        new_rows = [r for i, r in rows.items() if i not in existing]
+        stored = self.catalog.get([c for i in rows for c in candidate_ids(*digests[i])])
+        filed = {i: filed_under(stored, *digests[i], rows[i].text) for i in rows}
+        ids = [filed.get(i) or i for i in ids]  # content filed under a legacy id keeps it
+        new_rows = [r for i, r in rows.items() if not filed[i]]
         if new_rows:
             vecs = self.embedder.embed([r.text for r in new_rows])
             with self.lock.hold():

@@ -12,8 +12,10 @@ from typing import Any
 
 from mempalace_cli.catalog import DrawerRow, FileRecord
 from mempalace_cli.config import PROJECT_FILE, write_toml
+from mempalace_cli.drawer_ids import drawer_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
-from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
+from mempalace_cli.miners.files import Candidate, Skipped, walk
+from mempalace_cli.miners.paths import source_key, storable
 from mempalace_cli.miners.project import (
     DEFAULT_EXCLUDE,
     FileText,
@@ -40,19 +42,40 @@ def rooms_fingerprint(project: ProjectConfig) -> str:
 
 
 def drawer_id_for(wing: str, room: str, source_file: str, chunk_index: int) -> str:
-    digest = hashlib.sha256(f"{source_file}\x00{chunk_index}".encode()).hexdigest()
-    return f"drawer_{wing}_{room}_{digest[:16]}"
+    return drawer_id(wing, room, f"{source_file}\x00{chunk_index}")
+
+
+# One file's problem is a reported skip, never the end of the run: a file that vanished or
+# changed under us, a path the OS refuses, or a structure too deep for the parser.
+PER_FILE_ERRORS = (OSError, ValueError, RecursionError, MemoryError)
+
+
+def per_file_reason(exc: BaseException) -> str:
+    """A skip reason for an error raised while mining one file."""
+    if isinstance(exc, FileNotFoundError):
+        return "vanished while it was being mined; it is mined again when it reappears"
+    if isinstance(exc, OSError):
+        return f"unreadable: {storable(exc.strerror or str(exc))}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read (more levels than the reader supports)"
+    if isinstance(exc, MemoryError):
+        return "too large to hold in memory; raise the limit or split the file"
+    return f"could not be mined ({type(exc).__name__}: {storable(str(exc))[:200]})"
 
 
 @dataclass
 class PendingFile:
-    path: Path
+    path: Path  # on disk
     rel: str
     size: int
     mtime: float
     content_hash: str
     rows: list[DrawerRow]
     old_ids: list[str]
+
+    @property
+    def source(self) -> str:
+        return source_key(self.path)
 
 
 @dataclass
@@ -127,8 +150,8 @@ class MiningOps(PalaceCore):
             written = True
         created = self.create()
         return {
-            "directory": str(root),
-            "project_file": str(project_file),
+            "directory": source_key(root),
+            "project_file": source_key(project_file),
             "config_written": written,
             "kept_existing": existing is not None and not overwrite,
             "wing": config.wing,
@@ -136,7 +159,7 @@ class MiningOps(PalaceCore):
             "exclude": config.exclude,
             "palace_path": str(self.path),
             "palace_created": created,
-            "next_step": f"mempalace mine {directory}",
+            "next_step": f"mempalace mine {storable(str(directory))}",
         }
 
     def mine(
@@ -170,7 +193,7 @@ class MiningOps(PalaceCore):
             wing=normalize_name(root.name), rooms=detect_rooms(root), exclude=list(DEFAULT_EXCLUDE)
         )
         wing_name = normalize_name(wing) if wing else project.wing
-        report = MineReport(str(root), wing_name, mode, dry_run)
+        report = MineReport(source_key(root), wing_name, mode, dry_run)
         if not dry_run:
             report.palace_created = self.create()
             # An emptied or missing store is reported, never "unchanged"; a store another
@@ -178,10 +201,10 @@ class MiningOps(PalaceCore):
             self._check_store_present()
             if not self.consistency.in_step():
                 self.sync()
-        known = self.catalog.files_under(str(root)) if self.catalog.exists else {}
+        known = self.catalog.files_under(source_key(root)) if self.catalog.exists else {}
         notify = progress or (lambda event, data: None)
 
-        rooms_key = f"rooms:{root}"
+        rooms_key = f"rooms:{source_key(root)}"
         fingerprint = rooms_fingerprint(project)
         stored = self.catalog.get_meta(rooms_key) if self.catalog.exists else None
         rooms_changed = stored is not None and stored != fingerprint
@@ -232,11 +255,15 @@ class MiningOps(PalaceCore):
             if limit is not None and len(seen) >= limit:
                 break
             assert isinstance(item, Candidate)
-            src = str(item.path)
+            src = item.source
             seen.add(src)
-            planned = self._plan_candidate(
-                root, item, project, wing, agent, known.get(src), report, rooms_changed
-            )
+            try:
+                planned = self._plan_candidate(
+                    root, item, project, wing, agent, known.get(src), report, rooms_changed
+                )
+            except PER_FILE_ERRORS as exc:
+                report.files_skipped.append({"file": item.rel, "reason": per_file_reason(exc)})
+                planned = True  # its stored drawers (if any) stand until it reads again
             if planned is False:  # mined before and now unusable: its drawers go
                 seen.discard(src)
             elif isinstance(planned, PendingFile):
@@ -258,22 +285,23 @@ class MiningOps(PalaceCore):
         unreadable now); False when it was mined before and can't be read as text any more.
         With `rooms_changed` (the rooms in mempalace.toml were edited), an unchanged file whose
         room would now differ is re-filed too."""
-        src = str(item.path)
+        src = item.source
         try:
             st = item.path.stat()
         except OSError as exc:
-            report.files_skipped.append({"file": item.rel, "reason": f"unreadable: {exc}"})
+            report.files_skipped.append({"file": item.rel, "reason": per_file_reason(exc)})
             return True
         # A file mined in another mode (convos) or into another wing is re-filed.
         same_place = rec is not None and rec.wing == wing and rec.ingest_mode == "projects"
         if same_place and not rooms_changed and (rec.size, rec.mtime) == (st.st_size, st.st_mtime):
             report.files_unchanged += 1
             return True
+        # Read once: the verdict, the hash, the text, size and mtime all come from one read.
         content = read_text_file(item.path, int(project.max_file_mb * 1_000_000))
         if not isinstance(content, FileText):
             report.files_skipped.append({"file": item.rel, "reason": content})
             return rec is None  # mined before and now unusable: False, its drawers go
-        digest = sha256_file(item.path)
+        digest = content.digest
         if (
             same_place
             and rec.content_hash == digest
@@ -282,7 +310,7 @@ class MiningOps(PalaceCore):
             report.files_unchanged += 1
             if not report.dry_run:
                 with self.catalog.transaction() as conn:
-                    self.catalog.touch_file(conn, src, st.st_size, st.st_mtime)
+                    self.catalog.touch_file(conn, src, content.size, content.mtime)
             return True
         room, chunks = plan_file(item.rel, content.text, project.rooms)
         filed_at = now_iso()
@@ -298,9 +326,9 @@ class MiningOps(PalaceCore):
                 metadata={
                     "added_by": agent or DEFAULT_AGENT,
                     "ingest_mode": "projects",
-                    "source_root": str(root),
+                    "source_root": source_key(root),
                     "source_hash": digest,
-                    "source_mtime": st.st_mtime,
+                    "source_mtime": content.mtime,
                     "line_start": c.line_start,
                     "line_end": c.line_end,
                     "encoding": content.encoding,
@@ -309,7 +337,7 @@ class MiningOps(PalaceCore):
             for c in chunks
         ]
         old_ids = list(rec.drawer_ids) if rec else []
-        return PendingFile(item.path, item.rel, st.st_size, st.st_mtime, digest, rows, old_ids)
+        return PendingFile(item.path, item.rel, content.size, content.mtime, digest, rows, old_ids)
 
     def _room_moved(
         self, rec: FileRecord, rel: str, text: str, project: ProjectConfig, rooms_changed: bool
@@ -355,11 +383,11 @@ class MiningOps(PalaceCore):
         with self.lock.hold():
             replace: list[str] = []
             for f in group:
-                replace += f.old_ids + self.catalog.drawer_ids_for_source(str(f.path))
+                replace += f.old_ids + self.catalog.drawer_ids_for_source(source_key(f.path))
             files = [
                 FileRecord(
-                    str(f.path),
-                    str(root),
+                    source_key(f.path),
+                    source_key(root),
                     wing,
                     f.content_hash,
                     f.size,
@@ -392,8 +420,9 @@ class MiningOps(PalaceCore):
         report.files_removed = [_rel(root, s) for s in removed]
 
 
-def _rel(root: Path, src: str) -> str:
+def _rel(root: Path | str, src: str) -> str:
+    """A stored source path relative to the mined folder, for reports."""
     try:
-        return Path(src).relative_to(root).as_posix()
+        return Path(src).relative_to(source_key(root)).as_posix()
     except ValueError:
         return src

@@ -23,17 +23,21 @@ from mempalace_cli.miners.files import (
     IgnoreRules,
     is_skipped_dir,
     is_temp_file,
+    symlink_problem,
     walk,
 )
+from mempalace_cli.miners.paths import on_disk, source_key, storable
 from mempalace_cli.miners.project import DEFAULT_EXCLUDE, ProjectConfig, load_project_config
 from mempalace_cli.miners.rooms import detect_rooms, normalize_name
 from mempalace_cli.service.mining import (
     EMBED_GROUP,
+    PER_FILE_ERRORS,
     MineReport,
     MiningOps,
     PendingFile,
     _rel,
     _resolve_dir,
+    per_file_reason,
 )
 
 # A change to one of these changes what every file means (rules, rooms): re-check the folder.
@@ -69,12 +73,9 @@ class PathRules:
                 return False
         elif is_temp_file(name):
             return False
-        # gitignore rules: every ancestor folder, then the path itself.
-        here = self.root
-        for part in folders:
-            here = here / part
-            if self.rules.ignored(here, is_dir=True):
-                return False
+        # gitignore rules: every ancestor folder (cached per folder), then the path itself.
+        if self.rules.folder_ignored(path.parent):
+            return False
         return not self.rules.ignored(path, is_dir=is_dir)
 
 
@@ -131,20 +132,20 @@ class WatchOps(MiningOps):
         file or the folder's top level changes (detecting rooms reads the whole tree)."""
         project_file = root / PROJECT_FILE
         key = (
-            str(root),
+            source_key(root),
             project_file.stat().st_mtime_ns if project_file.exists() else None,
             root.stat().st_mtime_ns,
         )
         cache: dict[str, tuple[Any, ProjectConfig]] = self.__dict__.setdefault("_project_cache", {})
-        hit = cache.get(str(root))
+        hit = cache.get(source_key(root))
         if hit is None or hit[0] != key:
             project = load_project_config(root) or ProjectConfig(
                 wing=normalize_name(root.name),
                 rooms=detect_rooms(root),
                 exclude=list(DEFAULT_EXCLUDE),
             )
-            cache[str(root)] = (key, project)
-        return cache[str(root)][1]
+            cache[source_key(root)] = (key, project)
+        return cache[source_key(root)][1]
 
     def path_rules(self, directory: str | Path) -> PathRules:
         root = _resolve_dir(directory)
@@ -173,21 +174,25 @@ class WatchOps(MiningOps):
             return self._full_rescan(root, wing, agent, mode, started)
         project = self.project_for(root)
         wing_name = normalize_name(wing) if wing else project.wing
-        report = BatchReport(str(root), wing_name, mode)
+        report = BatchReport(source_key(root), wing_name, mode)
         self.create()
         self.sync()
-        known = self.catalog.files_under(str(root))
+        known = self.catalog.files_under(source_key(root))
         rules = PathRules(root, project.exclude, [self.path])
         candidates, gone = self._expand(root, paths, rules, project, known)
 
-        scratch = MineReport(str(root), wing_name, mode, dry_run=False)
+        scratch = MineReport(source_key(root), wing_name, mode, dry_run=False)
         planned: list[_Planned] = []
         for item in candidates:
-            result = self._plan_candidate(
-                root, item, project, wing_name, agent, known.get(str(item.path)), scratch
-            )
+            try:
+                result = self._plan_candidate(
+                    root, item, project, wing_name, agent, known.get(item.source), scratch
+                )
+            except PER_FILE_ERRORS as exc:  # vanished or changed under us: skip, go on
+                scratch.files_skipped.append({"file": item.rel, "reason": per_file_reason(exc)})
+                continue
             if result is False:
-                gone.add(str(item.path))
+                gone.add(item.source)
             elif isinstance(result, PendingFile):
                 planned.append(_Planned(result))
         report.unchanged, report.skipped = scratch.files_unchanged, scratch.files_skipped
@@ -208,7 +213,7 @@ class WatchOps(MiningOps):
                 group = []
         removed = sorted(src for src in gone if src in known)
         if removed:
-            scratch_removed = MineReport(str(root), wing_name, mode, dry_run=False)
+            scratch_removed = MineReport(source_key(root), wing_name, mode, dry_run=False)
             self._remove_files(root, removed, known, scratch_removed)
             report.removed = scratch_removed.files_removed
             report.drawers_removed += scratch_removed.drawers_removed
@@ -228,7 +233,7 @@ class WatchOps(MiningOps):
         gone: set[str] = set()
         folders: list[Path] = []
         for path in paths:
-            key = str(path)
+            key = source_key(path)
             if path.is_dir() and not path.is_symlink():
                 if rules.relevant(path, is_dir=True):
                     folders.append(path)
@@ -243,21 +248,21 @@ class WatchOps(MiningOps):
                 continue
             # A folder (or something that was one): mined files under it that are gone, go.
             prefix = key + os.sep
-            gone.update(src for src in known if src.startswith(prefix) and not os.path.lexists(src))
+            gone.update(
+                src for src in known if src.startswith(prefix) and not os.path.lexists(on_disk(src))
+            )
         if folders:  # a folder appeared or moved in: the same walk as `mine`, kept to it
-            prefixes = tuple(str(f) + os.sep for f in folders)
+            prefixes = tuple(source_key(f) + os.sep for f in folders)
             for item in walk(root, project.exclude, [self.path]):
-                if isinstance(item, Candidate) and str(item.path).startswith(prefixes):
-                    files[str(item.path)] = item
+                if isinstance(item, Candidate) and item.source.startswith(prefixes):
+                    files[item.source] = item
         return list(files.values()), gone
 
     @staticmethod
     def _candidate(root: Path, path: Path) -> Candidate | None:
-        if path.is_symlink():
-            target = path.resolve()
-            if root not in target.parents or not target.is_file():
-                return None
-        return Candidate(path, path.relative_to(root).as_posix())
+        if path.is_symlink() and symlink_problem(path, root) is not None:
+            return None
+        return Candidate(path, storable(path.relative_to(root).as_posix()))
 
     def _file_group(
         self, group: list[_Planned], root: Path, wing: str, mode: str, report: BatchReport
@@ -271,7 +276,7 @@ class WatchOps(MiningOps):
             for p in group
             for i in [
                 *p.pending.old_ids,
-                *self.catalog.drawer_ids_for_source(str(p.pending.path)),
+                *self.catalog.drawer_ids_for_source(source_key(p.pending.path)),
                 *(p.moved_from.drawer_ids if p.moved_from else []),
             ]
         ]
@@ -294,7 +299,7 @@ class WatchOps(MiningOps):
             forget: list[str] = []
             for p in group:
                 replace += p.pending.old_ids + self.catalog.drawer_ids_for_source(
-                    str(p.pending.path)
+                    source_key(p.pending.path)
                 )
                 if p.moved_from is not None:
                     src = p.moved_from.source_file
@@ -302,8 +307,8 @@ class WatchOps(MiningOps):
                     forget.append(src)
             files = [
                 FileRecord(
-                    str(p.pending.path),
-                    str(root),
+                    source_key(p.pending.path),
+                    source_key(root),
                     wing,
                     p.pending.content_hash,
                     p.pending.size,
@@ -330,7 +335,7 @@ class WatchOps(MiningOps):
         self, root: Path, wing: str | None, agent: str | None, mode: str, started: float
     ) -> dict[str, Any]:
         full = self.mine(root, wing=wing, agent=agent, mode=mode)
-        report = BatchReport(str(root), full["wing"], mode, full_rescan=True)
+        report = BatchReport(source_key(root), full["wing"], mode, full_rescan=True)
         report.mined = full["mined_files"]
         report.removed = full["removed_files"]
         report.unchanged = full["files"]["unchanged"]

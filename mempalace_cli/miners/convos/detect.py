@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mempalace_cli.miners.convos import chatgpt, claude_ai, claude_code, codex, plain_text, slack
-from mempalace_cli.miners.convos.jsonstream import iter_json_array
+from mempalace_cli.miners.convos.jsonstream import TOO_DEEP, iter_json_array
 from mempalace_cli.miners.convos.model import ParseError
 from mempalace_cli.miners.files import file_type_verdict, looks_textual
 
@@ -45,6 +45,8 @@ def _first_records(path: Path, limit: int = 30) -> list[dict[str, Any]] | None:
                 continue
             try:
                 value = json.loads(line)
+            except RecursionError as exc:
+                raise ParseError(f"line {n + 1}", TOO_DEEP) from exc
             except ValueError:
                 if not records:
                     return None
@@ -77,7 +79,10 @@ def detect(path: Path) -> Detection:
     head = raw.decode("utf-8-sig", errors="replace")
     start = head.lstrip()[:1]
     if start == "{":
-        records = _first_records(path)
+        try:
+            records = _first_records(path)
+        except ParseError as exc:
+            return Detection(None, f"{exc.where}: {exc.problem}")
         if records is not None:
             if claude_code.looks_like(records):
                 return Detection(claude_code.FORMAT)

@@ -16,6 +16,9 @@ from typing import Any
 from mempalace_cli.miners.convos.model import ParseError
 
 READ_CHARS = 1 << 20  # 1 Mi characters per read
+# Python's JSON decoder recurses once per nesting level; past the interpreter's limit it raises
+# RecursionError. No chat export nests anywhere near that deep.
+TOO_DEEP = "JSON nested deeper than the reader allows (about 1,000 levels); not a chat export"
 _WS = " \t\n\r"
 _decoder = json.JSONDecoder()
 
@@ -114,6 +117,8 @@ def _decode_one(buf: _Buffer) -> Any:
     while True:
         try:
             value, end = _decoder.raw_decode(buf.text, buf.pos)
+        except RecursionError as exc:
+            raise ParseError(buf.where(), TOO_DEEP) from exc
         except json.JSONDecodeError as exc:
             if buf.more(want):
                 want *= 2
@@ -141,6 +146,8 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                     raise ParseError(f"line {n} column {exc.colno}", f"invalid JSON ({exc.msg})")
                 try:
                     value = json.loads(line)
+                except RecursionError as exc:
+                    raise ParseError(f"line {lineno}", TOO_DEEP) from exc
                 except json.JSONDecodeError as exc:
                     pending = (lineno, line, exc)
                     continue
