@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mempalace_cli.filters import DrawerFilter
 from mempalace_cli.sqlite_db import open_palace_db
 
 CATALOG_FILE = "mempalace_index.sqlite3"
@@ -122,7 +123,11 @@ class FileRecord:
     ingest_mode: str
 
 
-def _where(wing: str | None, room: str | None, prefix: str = "") -> tuple[str, list[str]]:
+def _where(
+    wing: str | None, room: str | None, prefix: str = "", filt: DrawerFilter | None = None
+) -> tuple[str, list[Any]]:
+    if filt is not None:
+        return filt.sql(prefix)
     clauses, params = [], []
     if wing is not None:
         clauses.append(f"{prefix}wing = ?")
@@ -235,12 +240,14 @@ class Catalog:
             is not None
         )
 
-    def vectors(self, wing: str | None = None, room: str | None = None) -> tuple[list[str], Any]:
-        """The ids and an (n, d) float32 matrix of the drawers in wing/room, in rowid order;
-        (ids, None) if any of them has no vector."""
+    def vectors(
+        self, wing: str | None = None, room: str | None = None, filt: DrawerFilter | None = None
+    ) -> tuple[list[str], Any]:
+        """The ids and an (n, d) float32 matrix of the drawers in wing/room (or `filt`), in
+        rowid order; (ids, None) if any of them has no vector."""
         import numpy as np
 
-        where, params = _where(wing, room)
+        where, params = _where(wing, room, filt=filt)
         rows = self.conn.execute(
             f"SELECT id, embedding FROM drawers WHERE {where} ORDER BY rowid", params
         ).fetchall()
@@ -260,8 +267,10 @@ class Catalog:
         rows = self.conn.execute("SELECT id FROM drawers WHERE source_file = ?", (source_file,))
         return [r[0] for r in rows]
 
-    def count(self, wing: str | None = None, room: str | None = None) -> int:
-        where, params = _where(wing, room)
+    def count(
+        self, wing: str | None = None, room: str | None = None, filt: DrawerFilter | None = None
+    ) -> int:
+        where, params = _where(wing, room, filt=filt)
         return self.conn.execute(f"SELECT COUNT(*) FROM drawers WHERE {where}", params).fetchone()[
             0
         ]
@@ -289,24 +298,35 @@ class Catalog:
         return out
 
     def iter_drawers(
-        self, wing: str | None = None, room: str | None = None, order: str = "rowid"
+        self,
+        wing: str | None = None,
+        room: str | None = None,
+        order: str = "rowid",
+        filt: DrawerFilter | None = None,
+        limit: int = -1,
+        offset: int = 0,
     ) -> Iterator[DrawerRow]:
-        where, params = _where(wing, room)
+        where, params = _where(wing, room, filt=filt)
         for row in self.conn.execute(
             "SELECT id, wing, room, source_file, chunk_index, filed_at, text, metadata "
-            f"FROM drawers WHERE {where} ORDER BY {order}",
-            params,
+            f"FROM drawers WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
         ):
             yield _row(row)
 
     def lexical_search(
-        self, query: str, limit: int, wing: str | None = None, room: str | None = None
+        self,
+        query: str,
+        limit: int,
+        wing: str | None = None,
+        room: str | None = None,
+        filt: DrawerFilter | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 ranking of drawers for `query`: [(drawer_id, score)], best first, score > 0."""
         match = fts_query(query)
         if match is None:
             return []
-        where, params = _where(wing, room, prefix="d.")
+        where, params = _where(wing, room, prefix="d.", filt=filt)
         rows = self.conn.execute(
             "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawers d "
             f"ON d.rowid = drawer_fts.rowid WHERE drawer_fts MATCH ? AND {where} "

@@ -19,6 +19,10 @@ from mempalace_cli.errors import ConfigError
 HOME_ENV = "MEMPALACE_HOME"
 PALACE_ENV = "MEMPALACE_PALACE"
 CHROMA_URL_ENV = "MEMPALACE_CHROMA_URL"
+CHROMA_TOKEN_ENV = "MEMPALACE_CHROMA_TOKEN"
+CHROMA_CA_ENV = "MEMPALACE_CHROMA_CA_FILE"
+CHROMA_DATABASE_ENV = "MEMPALACE_CHROMA_DATABASE"
+DEFAULT_CHROMA_TIMEOUT = 15.0
 CONFIG_FILE = "config.toml"
 IDENTITY_FILE = "identity.txt"
 PROJECT_FILE = "mempalace.toml"
@@ -67,6 +71,12 @@ class Settings:
     embedding_model_dir: Path | None = None
     lock_timeout: float = 60.0
     raw: dict[str, Any] = field(default_factory=dict)
+    # A Chroma server not ours to trust: a bearer token, a CA bundle for https, how long one
+    # request may take, and the database on the server that holds this palace.
+    chroma_token: str | None = field(default=None, repr=False)
+    chroma_ca_file: Path | None = None
+    chroma_timeout: float = DEFAULT_CHROMA_TIMEOUT
+    chroma_database: str | None = None
 
     @property
     def identity_path(self) -> Path:
@@ -103,6 +113,9 @@ def resolve_settings(
     palace: str | os.PathLike[str] | None = None,
     chroma_url: str | None = None,
     home: Path | None = None,
+    chroma_token: str | None = None,
+    chroma_ca_file: str | None = None,
+    chroma_database: str | None = None,
 ) -> Settings:
     """Resolve the palace path: --palace > $MEMPALACE_PALACE > config.toml palace_path > default."""
     home = home or mempalace_home()
@@ -124,6 +137,15 @@ def resolve_settings(
             f"lock_timeout_seconds in {home / CONFIG_FILE} must be a positive number, "
             f"not {lock_timeout!r}."
         )
+    timeout = cfg.get("chroma_timeout_seconds", DEFAULT_CHROMA_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ConfigError(
+            f"chroma_timeout_seconds in {home / CONFIG_FILE} must be a positive number, "
+            f"not {timeout!r}."
+        )
+    token = chroma_token or os.environ.get(CHROMA_TOKEN_ENV) or cfg.get("chroma_token") or None
+    ca_file = chroma_ca_file or os.environ.get(CHROMA_CA_ENV) or cfg.get("chroma_ca_file")
+    database = chroma_database or os.environ.get(CHROMA_DATABASE_ENV) or cfg.get("chroma_database")
     _require_folder(palace_path.expanduser(), "The palace path")
     return Settings(
         home=home,
@@ -132,4 +154,8 @@ def resolve_settings(
         embedding_model_dir=Path(str(model_dir)).expanduser() if model_dir else None,
         lock_timeout=float(lock_timeout),
         raw=cfg,
+        chroma_token=str(token) if token else None,
+        chroma_ca_file=Path(str(ca_file)).expanduser() if ca_file else None,
+        chroma_timeout=float(timeout),
+        chroma_database=str(database) if database else None,
     )

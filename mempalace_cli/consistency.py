@@ -219,6 +219,8 @@ REASONS = {
     "new_collection": "the drawer collection was replaced",
     "log_purged": "another program wrote more than Chroma's log still holds",
     "server_changed": "the drawers on the Chroma server changed",
+    "team_write": "another machine wrote to the palace on the Chroma server",
+    "migrated": "mempalace migrate copied drawers into the store",
 }
 
 
@@ -280,6 +282,9 @@ class Consistency:
         self.repairs: list[Repair] = []  # made by this process, for the adapters to show
         self._server_checked_at: float | None = None
         self._write_base: LogHead | None = None  # the log head when our write began
+        # A server palace's change log (server_mirror.TeamLog): writers of this tool record
+        # what they touch, so a reader sees them at once and repairs only those drawers.
+        self.team_log: Any = None
 
     # -- proofs -----------------------------------------------------------------------------
     def head(self) -> LogHead | None:
@@ -324,6 +329,8 @@ class Consistency:
             if head is None:  # no store yet: in step while the catalogue is empty too
                 return self.catalog.count() == 0
             return marks.get(STORE_HEAD) == head.key
+        if self.team_log is not None and not self.team_log.token_current():
+            return False  # another machine of the team wrote: no need to wait for the probe
         now = time.monotonic()
         if (
             self._server_checked_at is not None
@@ -405,12 +412,43 @@ class Consistency:
         if not dirty and recorded is not None and recorded == probe:
             self._server_checked_at = time.monotonic()
             return None
+        team = self.team_log
+        if team is not None and not dirty and recorded is not None:
+            caught_up = team.catch_up(self)
+            if caught_up is not None:
+                self._server_checked_at = time.monotonic()
+                # A teammate's write is the palace working as meant: applied, not warned about.
+                return caught_up if caught_up.changed else None
         reason = "server_changed"
         if dirty or recorded is None:
             reason = "interrupted_write" if dirty else "unrecorded"
+        began = team.begin_full() if team is not None else None
         repair = self._reconcile_all(reason, None)
+        if team is not None:
+            team.end_full(began)
         self._server_checked_at = time.monotonic()
         return self._finish(repair)
+
+    def reconcile(self, reason: str) -> Repair:
+        """Compare every drawer with the catalogue and apply the differences, as an expected
+        step (after `migrate` filled the store): not reported as a repair. Caller holds the
+        palace lock."""
+        head = None if self.server else self.head()
+        return self._reconcile_all(reason, head.key if head is not None else None)
+
+    def apply_team_ids(self, ids: list[str]) -> Repair | None:
+        """Bring `ids` in step (another machine's write, named by the team log); the result
+        when the server's probe then matches the catalogue, else None (reconcile instead)."""
+        repair = self._apply_ids("team_write", ids, None)
+        n = self.catalog.count()
+        probe = self._server_probe(n)
+        tail = self.store.ids_at(max(n - 1, 0), 1)
+        # Same count and our last row is the server's last: nobody else wrote meanwhile.
+        if probe is None or (tail and not self.catalog.get(tail)):
+            return None
+        with self.catalog.transaction() as conn:
+            self.catalog.set_meta(conn, STORE_HEAD, probe)
+        return repair
 
     def _finish(self, repair: Repair) -> Repair | None:
         if not repair.changed:

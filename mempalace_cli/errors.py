@@ -201,3 +201,33 @@ def disk_full(path: object) -> bool:
     finally:
         os.close(fd)
         os.unlink(name)
+
+
+class ServerError(MemPalaceError):
+    """The Chroma server answered with an error we can't read as anything more specific."""
+
+    kind = "server"
+
+
+class ServerUnavailableError(ServerError):
+    """The Chroma server can't be reached (refused, no such host, TLS handshake failed)."""
+
+    kind = "server_unavailable"
+
+
+class ServerTimeoutError(ServerError):
+    """The Chroma server took longer than chroma_timeout_seconds to answer."""
+
+    kind = "server_timeout"
+
+
+class ServerAuthError(ServerError):
+    """The Chroma server refused our token (401/403), or wants one and we sent none."""
+
+    kind = "server_auth"
+
+
+class MigrationMismatchError(MemPalaceError):
+    """After `migrate`, the target's records do not match the source's."""
+
+    kind = "migration_mismatch"

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EXPORT_FORMATS = ("mermaid", "dot")
+# Every agent's diary is a room of this name in the agent's own wing: a shared name, not a
+# shared topic, so it never makes a tunnel (diaries stay private).
+PRIVATE_ROOMS = frozenset({"diary"})
 
 
 @dataclass
@@ -27,7 +30,7 @@ class RoomNode:
 
     @property
     def is_tunnel(self) -> bool:
-        return len(self.wings) > 1
+        return len(self.wings) > 1 and self.name not in PRIVATE_ROOMS
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -83,6 +86,8 @@ class PalaceGraph:
         for hop in range(1, max_hops + 1):
             next_frontier: deque[str] = deque()
             for room in frontier:
+                if room in PRIVATE_ROOMS and room != start:
+                    continue  # a diary is no corridor into other agents' wings
                 for wing in sorted(self.rooms[room].wings):
                     if wing in expanded_wings:
                         continue  # every room of this wing is already seen

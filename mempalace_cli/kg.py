@@ -1,9 +1,11 @@
 """The temporal knowledge graph: entities and facts with a validity interval, in SQLite.
 
 One file, `knowledge_graph.sqlite3`, inside the palace directory. A fact (triple) is
-`subject --predicate--> object`, valid on `[valid_from, valid_to)`: `valid_to` is the first
-moment the fact no longer holds, so on a switch-over date exactly one of the old and the new
-fact answers. A missing `valid_from` means "since always", a missing `valid_to` "still true".
+`subject --predicate--> object`, valid on `[valid_from, valid_to]`, both ends inclusive: a fact
+holds on `as_of` when `valid_from <= as_of <= valid_to`, and a date-only `valid_to` covers that
+whole day. So on a switch-over date (the old fact ends, the new one starts) both answer, as in
+the design we follow. A fact is *current* while it has no end or its end is still ahead of now.
+A missing `valid_from` means "since always", a missing `valid_to` "still true".
 Facts are never deleted: invalidating sets `valid_to`, so history keeps answering.
 
 Dates are stored as normalised ISO strings (`YYYY-MM-DD`, or `YYYY-MM-DDTHH:MM:SS[.ffffff]`
@@ -18,7 +20,7 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -50,7 +52,8 @@ CREATE TABLE IF NOT EXISTS triples (
     confidence REAL NOT NULL DEFAULT 1.0,
     source_drawer_id TEXT,
     source_file TEXT,
-    recorded_at TEXT NOT NULL
+    recorded_at TEXT NOT NULL,
+    source_closet TEXT
 );
 CREATE INDEX IF NOT EXISTS triples_subject ON triples (subject);
 CREATE INDEX IF NOT EXISTS triples_object ON triples (object);
@@ -64,7 +67,11 @@ _DATE_SHAPE = re.compile(
 )
 _FACT_COLUMNS = (
     "t.id, t.subject, t.predicate, t.object, t.valid_from, t.valid_to, t.confidence, "
-    "t.source_drawer_id, t.source_file, t.recorded_at, s.name, o.name"
+    "t.source_drawer_id, t.source_file, t.recorded_at, s.name, o.name, t.source_closet"
+)
+# A date-only valid_to covers its whole day (valid_to is inclusive).
+_END_OF_VALIDITY = (
+    "(CASE WHEN length(t.valid_to) = 10 THEN t.valid_to || 'T23:59:59.999999' ELSE t.valid_to END)"
 )
 
 
@@ -101,6 +108,17 @@ def parse_date(value: str | date | None, field: str = "date") -> str | None:
         return _format_datetime(datetime.fromisoformat(text))
     except ValueError:
         raise bad from None
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a graph made by an older version up to this schema."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(triples)")}
+    if "source_closet" not in columns:
+        try:
+            conn.execute("ALTER TABLE triples ADD COLUMN source_closet TEXT")
+        except sqlite3.OperationalError as exc:  # another process upgraded it just now
+            if "duplicate column" not in str(exc):
+                raise
 
 
 def _format_datetime(value: datetime) -> str:
@@ -149,6 +167,7 @@ class Fact:
     recorded_at: str
     subject: str
     object: str
+    source_closet: str | None = None
 
     def to_dict(self, entity: str | None = None, now: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -162,13 +181,98 @@ class Fact:
             valid_from=self.valid_from,
             valid_to=self.valid_to,
             confidence=self.confidence,
-            source=self.source_file or self.source_drawer_id,
+            source=self.source_closet or self.source_drawer_id or self.source_file,
+            source_closet=self.source_closet,
             source_drawer_id=self.source_drawer_id,
             source_file=self.source_file,
             recorded_at=self.recorded_at,
             current=is_current(self.valid_to, now),
         )
         return out
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    """A fact with its entities' types: what moves between palaces."""
+
+    fact: Fact
+    subject_type: str | None
+    object_type: str | None
+
+
+def check_fact(
+    subject: str,
+    predicate: str,
+    obj: str,
+    valid_from: str | None,
+    valid_to: str | None,
+    confidence: float,
+) -> tuple[str, str | None, str | None]:
+    """Validate a fact to record; (normalised predicate, valid_from, valid_to). Every fact
+    store (SQLite here, Chroma in kg_store_chroma.py) applies this one rule."""
+    for label, value in (("subject", subject), ("predicate", predicate), ("object", obj)):
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInputError(
+                f"The {label} is empty.",
+                hint="A fact needs a subject, a predicate and an object.",
+            )
+    start = parse_date(valid_from, "valid_from")
+    end = parse_date(valid_to, "valid_to")
+    if start is not None and end is not None and _window(end)[0] <= _window(start)[0]:
+        raise InvalidInputError(
+            f"valid_to {end} is not after valid_from {start}.",
+            hint="valid_to is the first date the fact no longer holds; it must come after "
+            "valid_from.",
+        )
+    if not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
+        raise InvalidInputError(f"confidence must be between 0 and 1, not {confidence!r}.")
+    return normalize_predicate(predicate), start, end
+
+
+def not_open_error(subject: str, pred: str, obj: str, end: str, known: list[Fact]) -> NotFoundError:
+    """Nothing to invalidate: say whether the fact already ended or is unknown."""
+    if known:
+        ends = ", ".join(sorted({f.valid_to or "-" for f in known}))
+        hint = f"That fact already ended ({ends}); nothing to change."
+    else:
+        hint = (
+            f"Check the spelling with: mempalace kg query {subject!r} "
+            "(predicates are lower case with underscores)."
+        )
+    return NotFoundError(
+        f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was invalidated.",
+        hint=hint,
+    )
+
+
+def check_end_after_start(facts: list[Fact], end: str) -> None:
+    for fact in facts:
+        if fact.valid_from is not None and _window(end)[0] <= fact.valid_from:
+            raise InvalidInputError(
+                f"ended {end} is not after the fact's valid_from {fact.valid_from}.",
+                hint="Pass --ended with a date after the fact started.",
+            )
+
+
+def check_query(entity: str, direction: str) -> None:
+    if direction not in DIRECTIONS:
+        raise InvalidInputError(
+            f"Unknown direction {direction!r}.", hint=f"Use one of: {', '.join(DIRECTIONS)}."
+        )
+    if not isinstance(entity, str) or not entity.strip():
+        raise InvalidInputError(
+            "Name the entity to look up.", hint="e.g. mempalace kg query MyProject"
+        )
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise InvalidInputError(f"limit must be a positive number, not {limit!r}.")
+
+
+def chronological(fact: Fact) -> tuple[bool, str, str, str]:
+    """Undated facts first, then by start, then by when they were learned."""
+    return (fact.valid_from is not None, fact.valid_from or "", fact.recorded_at, fact.id)
 
 
 class KnowledgeGraph:
@@ -190,6 +294,7 @@ class KnowledgeGraph:
                 "The knowledge graph",
                 hint=f"Move it aside (mv {self.path} {self.path}.bad) to start an empty "
                 "graph, or restore it from a backup.",
+                setup=_migrate,
             )
         return self._conn
 
@@ -235,6 +340,7 @@ class KnowledgeGraph:
         source_file: str | None = None,
         subject_type: str | None = None,
         object_type: str | None = None,
+        source_closet: str | None = None,
     ) -> tuple[Fact, bool]:
         """Record a fact; returns (fact, created). A fact identical to a stored one (same
         subject, predicate, object and interval, or restated without dates while open) is not
@@ -247,46 +353,77 @@ class KnowledgeGraph:
                 )
         start = parse_date(valid_from, "valid_from")
         end = parse_date(valid_to, "valid_to")
-        if start is not None and end is not None and _window(end)[0] <= _window(start)[0]:
+        if start is not None and end is not None and _window(end)[1] < _window(start)[0]:
             raise InvalidInputError(
-                f"valid_to {end} is not after valid_from {start}.",
-                hint="valid_to is the first date the fact no longer holds; it must come after "
-                "valid_from.",
+                f"valid_to {end} is before valid_from {start}.",
+                hint="valid_to is the last date the fact holds; it can't come before valid_from.",
             )
         if not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
             raise InvalidInputError(f"confidence must be between 0 and 1, not {confidence!r}.")
         pred = normalize_predicate(predicate)
         with self._transaction() as conn:
-            sid = self._upsert_entity(conn, subject, subject_type)
-            oid = self._upsert_entity(conn, obj, object_type)
-            same = (
-                "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
-                "((t.valid_from IS ? AND t.valid_to IS ?)"
+            return self._add_locked(
+                conn,
+                subject,
+                pred,
+                obj,
+                start,
+                end,
+                confidence,
+                source_drawer_id,
+                source_file,
+                subject_type,
+                object_type,
+                source_closet,
             )
-            params: list[Any] = [sid, pred, oid, start, end]
-            if start is None and end is None:
-                same += " OR t.valid_to IS NULL"
-            existing = self._facts(same + ")", params, "ORDER BY t.recorded_at LIMIT 1")
-            if existing:
-                return existing[0], False
-            tid = "t_" + uuid.uuid4().hex[:20]
-            conn.execute(
-                "INSERT INTO triples(id, subject, predicate, object, valid_from, valid_to, "
-                "confidence, source_drawer_id, source_file, recorded_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    tid,
-                    sid,
-                    pred,
-                    oid,
-                    start,
-                    end,
-                    float(confidence),
-                    source_drawer_id,
-                    source_file,
-                    now_stamp(),
-                ),
-            )
+
+    def _add_locked(
+        self,
+        conn: sqlite3.Connection,
+        subject: str,
+        pred: str,
+        obj: str,
+        start: str | None,
+        end: str | None,
+        confidence: float,
+        source_drawer_id: str | None,
+        source_file: str | None,
+        subject_type: str | None,
+        object_type: str | None,
+        source_closet: str | None,
+    ) -> tuple[Fact, bool]:
+        """The insert of `add`, inside the caller's transaction."""
+        sid = self._upsert_entity(conn, subject, subject_type)
+        oid = self._upsert_entity(conn, obj, object_type)
+        same = (
+            "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
+            "((t.valid_from IS ? AND t.valid_to IS ?)"
+        )
+        params: list[Any] = [sid, pred, oid, start, end]
+        if start is None and end is None:
+            same += " OR t.valid_to IS NULL"
+        existing = self._facts(same + ")", params, "ORDER BY t.recorded_at LIMIT 1")
+        if existing:
+            return existing[0], False
+        tid = "t_" + uuid.uuid4().hex[:20]
+        conn.execute(
+            "INSERT INTO triples(id, subject, predicate, object, valid_from, valid_to, "
+            "confidence, source_drawer_id, source_file, recorded_at, source_closet) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tid,
+                sid,
+                pred,
+                oid,
+                start,
+                end,
+                float(confidence),
+                source_drawer_id,
+                source_file,
+                now_stamp(),
+                source_closet,
+            ),
+        )
         return self._facts("t.id = ?", [tid])[0], True
 
     def invalidate(
@@ -303,32 +440,85 @@ class KnowledgeGraph:
                 [sid, pred, oid, end],
             )
             if not open_facts:
-                known = self._facts(
-                    "t.subject = ? AND t.predicate = ? AND t.object = ?", [sid, pred, oid]
-                )
-                if known:
-                    ends = ", ".join(sorted({f.valid_to or "-" for f in known}))
-                    hint = f"That fact already ended ({ends}); nothing to change."
-                else:
-                    hint = (
-                        f"Check the spelling with: mempalace kg query {subject!r} "
-                        "(predicates are lower case with underscores)."
-                    )
-                raise NotFoundError(
-                    f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was invalidated.",
-                    hint=hint,
-                )
+                raise self._not_open(subject, pred, obj, end, sid, oid)
             for fact in open_facts:
-                if fact.valid_from is not None and _window(end)[0] <= fact.valid_from:
+                if fact.valid_from is not None and _window(end)[1] < fact.valid_from:
                     raise InvalidInputError(
-                        f"ended {end} is not after the fact's valid_from {fact.valid_from}.",
-                        hint="Pass --ended with a date after the fact started.",
+                        f"ended {end} is before the fact's valid_from {fact.valid_from}.",
+                        hint="Pass --ended with a date on or after the day the fact started.",
                     )
             conn.executemany(
                 "UPDATE triples SET valid_to = ? WHERE id = ?", [(end, f.id) for f in open_facts]
             )
         marks = ",".join("?" * len(open_facts))
         return self._facts(f"t.id IN ({marks})", [f.id for f in open_facts]), end
+
+    def supersede(
+        self, subject: str, predicate: str, old_object: str, new_object: str, at: str | None = None
+    ) -> tuple[list[Fact], Fact, str]:
+        """`subject predicate` changes from `old_object` to `new_object` on `at` (default
+        today): the open old fact ends on `at` and the new one starts on `at`, in one
+        transaction, so no reader ever sees neither or a half-done switch."""
+        end = parse_date(at, "at") or today()
+        for label, value in (("new_object", new_object), ("old_object", old_object)):
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInputError(f"The {label} is empty.", hint="Name both objects.")
+        sid, pred, oid = entity_id(subject), normalize_predicate(predicate), entity_id(old_object)
+        if entity_id(new_object) == oid:
+            raise InvalidInputError(
+                f"old_object and new_object are the same ({old_object!r}); nothing to supersede.",
+                hint="Pass the value that replaces the old one as new_object.",
+            )
+        with self._transaction() as conn:
+            open_facts = self._facts(
+                "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
+                "(t.valid_to IS NULL OR t.valid_to > ?)",
+                [sid, pred, oid, end],
+            )
+            if not open_facts:
+                raise self._not_open(subject, pred, old_object, end, sid, oid)
+            for fact in open_facts:
+                if fact.valid_from is not None and _window(end)[1] < fact.valid_from:
+                    raise InvalidInputError(
+                        f"at {end} is before the old fact's valid_from {fact.valid_from}.",
+                        hint="Pass the date the change happened, on or after the old fact began.",
+                    )
+            conn.executemany(
+                "UPDATE triples SET valid_to = ? WHERE id = ?", [(end, f.id) for f in open_facts]
+            )
+            new, _ = self._add_locked(
+                conn,
+                open_facts[0].subject,
+                pred,
+                new_object,
+                end,
+                None,
+                open_facts[0].confidence,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
+        marks = ",".join("?" * len(open_facts))
+        return self._facts(f"t.id IN ({marks})", [f.id for f in open_facts]), new, end
+
+    def _not_open(
+        self, subject: str, pred: str, obj: str, end: str, sid: str, oid: str
+    ) -> NotFoundError:
+        known = self._facts("t.subject = ? AND t.predicate = ? AND t.object = ?", [sid, pred, oid])
+        if known:
+            ends = ", ".join(sorted({f.valid_to or "-" for f in known}))
+            hint = f"That fact already ended ({ends}); nothing to change."
+        else:
+            hint = (
+                f"Check the spelling with: mempalace kg query {subject!r} "
+                "(predicates are lower case with underscores)."
+            )
+        return NotFoundError(
+            f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was changed.",
+            hint=hint,
+        )
 
     # -- reads ----------------------------------------------------------------------------
     def has_entity(self, name: str) -> bool:
@@ -369,24 +559,29 @@ class KnowledgeGraph:
             low, high = _window(when)
             where += (
                 " AND (t.valid_from IS NULL OR t.valid_from <= ?)"
-                " AND (t.valid_to IS NULL OR t.valid_to > ?)"
+                f" AND (t.valid_to IS NULL OR {_END_OF_VALIDITY} >= ?)"
             )
             params += [high, low]
         return self._facts(
             where, params, "ORDER BY t.valid_from IS NOT NULL, t.valid_from, t.recorded_at, t.id"
         )
 
-    def timeline(self, entity: str | None = None, limit: int | None = None) -> list[Fact]:
-        """Facts in chronological order: by start (undated first), then when they were learned."""
+    def timeline(
+        self, entity: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Fact]:
+        """Facts in chronological order: by start (undated first), then when they were learned;
+        `offset` skips that many first (paging with `limit`)."""
         where, params = "1", []
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidInputError(f"limit must be a positive number, not {limit!r}.")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInputError(f"offset must be 0 or more, not {offset!r}.")
         if entity is not None and entity.strip():
             eid = entity_id(entity)
             where, params = "(t.subject = ? OR t.object = ?)", [eid, eid]
         order = "ORDER BY t.valid_from IS NOT NULL, t.valid_from, t.recorded_at, t.id"
-        if limit is not None:
-            order += f" LIMIT {int(limit)}"
+        if limit is not None or offset:
+            order += f" LIMIT {int(limit) if limit is not None else -1} OFFSET {int(offset)}"
         return self._facts(where, params, order)
 
     def stats(self) -> dict[str, Any]:
@@ -413,3 +608,45 @@ class KnowledgeGraph:
             "expired_facts": expired,
             "predicates": predicates,
         }
+
+    # -- moving facts between palaces (migrate) -------------------------------------------
+    def export_facts(self) -> Iterator[FactRecord]:
+        """Every fact with its entities' types, as stored (ids kept)."""
+        sql = (
+            f"SELECT {_FACT_COLUMNS}, s.type, o.type FROM triples t "
+            "JOIN entities s ON s.id = t.subject JOIN entities o ON o.id = t.object ORDER BY t.id"
+        )
+        with self._mutex:
+            rows = self.conn.execute(sql).fetchall()
+        for row in rows:
+            yield FactRecord(Fact(*row[:12]), row[12], row[13])
+
+    def import_facts(self, records: Iterable[FactRecord]) -> int:
+        """Store facts with their ids as given; a fact whose id is already here is left as it
+        is. Returns how many were new."""
+        added = 0
+        with self._transaction() as conn:
+            for rec in records:
+                f = rec.fact
+                # Entity ids follow this palace's rule (MemPalace may spell them otherwise).
+                sid = self._upsert_entity(conn, f.subject, rec.subject_type)
+                oid = self._upsert_entity(conn, f.object, rec.object_type)
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO triples(id, subject, predicate, object, valid_from, "
+                    "valid_to, confidence, source_drawer_id, source_file, recorded_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        f.id,
+                        sid,
+                        f.predicate,
+                        oid,
+                        f.valid_from,
+                        f.valid_to,
+                        f.confidence,
+                        f.source_drawer_id,
+                        f.source_file,
+                        f.recorded_at,
+                    ),
+                )
+                added += cur.rowcount
+        return added

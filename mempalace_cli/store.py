@@ -12,10 +12,11 @@ import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mempalace_cli import chroma_server
+from mempalace_cli.chroma_server import ServerOptions
 from mempalace_cli.config import COLLECTION_NAME
 from mempalace_cli.embedder import DIMENSION, MODEL_NAME
 from mempalace_cli.errors import (
@@ -76,19 +77,32 @@ def _detach_folder(ident: str) -> None:
         Shared._identifier_to_refcount.pop(ident, None)
 
 
-def _page(col: Any, offset: int, include: list[str]) -> dict[str, Any]:
-    return col.get(limit=PAGE, offset=offset, include=include)
-
-
 class DrawerStore:
-    def __init__(self, palace_path: Path, chroma_url: str | None = None) -> None:
+    def __init__(
+        self, palace_path: Path, chroma_url: str | None = None, server: ServerOptions | None = None
+    ) -> None:
         self.palace_path = palace_path
-        self.chroma_url = chroma_url
+        if server is None and chroma_url:
+            server = ServerOptions(url=chroma_url)
+        self.server = server
+        self.chroma_url = server.url if server else None
         self._client: Any = None
         self._collection: Any = None
+        self._ledger: Any = None
         self.expected_generation: int | None = None  # see mark_fresh
         # Taken to retry a read that raced a writer (the palace sets its write lock here).
         self.retry_guard: Callable[[], AbstractContextManager[Any]] | None = None
+
+    @property
+    def ledger(self) -> Any:
+        """The palace's records on the server (change token, identity); server palaces only."""
+        if self.server is None:
+            raise AssertionError("an embedded palace has no server ledger")
+        if self._ledger is None:
+            from mempalace_cli.server_ledger import ServerLedger
+
+            self._ledger = ServerLedger(self.client, self.server)
+        return self._ledger
 
     @property
     def location(self) -> str:
@@ -103,27 +117,8 @@ class DrawerStore:
         from chromadb.config import Settings as ChromaSettings
 
         settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-        if self.chroma_url:
-            from urllib.parse import urlparse
-
-            url = urlparse(self.chroma_url)
-            if not url.hostname:
-                raise MemPalaceError(
-                    f"chroma_url {self.chroma_url!r} is not a URL.",
-                    hint="Use the form http://host:port.",
-                )
-            try:
-                return chromadb.HttpClient(
-                    host=url.hostname,
-                    port=url.port or (443 if url.scheme == "https" else 8000),
-                    ssl=url.scheme == "https",
-                    settings=settings,
-                )
-            except Exception as exc:
-                raise MemPalaceError(
-                    f"Could not reach the Chroma server at {self.chroma_url}: {exc}",
-                    hint="Start it (chroma run --path DIR --port PORT) or check chroma_url.",
-                ) from exc
+        if self.server is not None:
+            return chroma_server.connect(self.server)
         self.palace_path.mkdir(parents=True, exist_ok=True)
         try:
             try:
@@ -177,6 +172,8 @@ class DrawerStore:
         except MemPalaceError:
             raise
         except Exception as exc:
+            if self.server is not None:
+                raise chroma_server.classify(exc, self.server) from exc
             raise PalaceCorruptError(
                 f"The drawer collection at {self.location} can't be opened: {exc}",
                 hint="Restore the palace from a backup, or move it aside and re-mine. "
@@ -249,7 +246,8 @@ class DrawerStore:
         from a stale handle could persist that stale index.
         """
         client, self._client, self._collection = self._client, None, None
-        if self.chroma_url:
+        if self.server is not None:
+            self._ledger = None
             return
         try:
             if client is not None:
@@ -269,13 +267,14 @@ class DrawerStore:
         whose row was just deleted: "Error finding id"). Such a read is retried once, from a
         reopened store, under `retry_guard` (the palace lock: no writer in flight then).
         """
+        if self.server is not None:
+            return chroma_server.read(self.server, lambda: self._read_once(op, empty))
         try:
-            col = self.collection()
-            return empty if col is None else op(col)
+            return self._read_once(op, empty)
         except MemPalaceError:
             raise
         except Exception:
-            if self.chroma_url or self.retry_guard is None:
+            if self.retry_guard is None:
                 raise
         with self.retry_guard():
             self.reset_handle()
@@ -287,6 +286,10 @@ class DrawerStore:
             except Exception as exc:
                 path = self.palace_path / CHROMA_FILE
                 raise write_failure(exc, path, "The drawer store") from exc
+
+    def _read_once(self, op: Callable[[Any], T], empty: T) -> T:
+        col = self.collection()
+        return empty if col is None else op(col)
 
     def count(self) -> int:
         return self._read(lambda col: col.count(), 0)
@@ -337,19 +340,42 @@ class DrawerStore:
             return empty
         return self._read(lambda col: col.get(ids=list(ids), include=list(include)), empty)
 
-    def iter_all(self, include: Sequence[str] = ("metadatas", "documents")) -> Iterator[dict]:
-        col = self.collection()
+    def iter_all(
+        self, include: Sequence[str] = ("metadatas", "documents"), page_size: int = PAGE
+    ) -> Iterator[dict]:
+        col = self._read(lambda c: c, None)
         if col is None:
             return
         offset = 0
         while True:
-            page = self._read(partial(_page, offset=offset, include=list(include)), {"ids": []})
+            page = self._read(
+                lambda c, at=offset: c.get(limit=page_size, offset=at, include=list(include)),
+                {"ids": []},
+            )
             if not page["ids"]:
                 return
             yield page
             offset += len(page["ids"])
 
     # -- writes (callers hold the palace lock) ----------------------------------------------
+    def _write(self, op: Callable[[], None], ids: Sequence[str] | None) -> None:
+        """One write touching `ids` (None: any drawer). On a server it is bracketed by the
+        ledger's change records (so that other machines see what changed, even if we die
+        half-way) and never retried: it is done only when the server acknowledged it."""
+        if self.server is None:
+            try:
+                op()
+            except MemPalaceError:
+                raise
+            except Exception as exc:  # named (disk full, permission), not Chroma's internals
+                raise write_failure(
+                    exc, self.palace_path / CHROMA_FILE, "The drawer store"
+                ) from exc
+            return
+        self.ledger.begin_write(ids)
+        chroma_server.write(self.server, op)
+        self.ledger.end_write()
+
     def upsert(
         self,
         ids: Sequence[str],
@@ -358,42 +384,31 @@ class DrawerStore:
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
         col = self.collection(create=True)
-        for start in range(0, len(ids), PAGE):
-            end = start + PAGE
-            self._write(
-                partial(
-                    col.upsert,
+
+        def run() -> None:
+            for start in range(0, len(ids), PAGE):
+                end = start + PAGE
+                col.upsert(
                     ids=list(ids[start:end]),
                     embeddings=embeddings[start:end],
                     documents=list(documents[start:end]),
                     metadatas=list(metadatas[start:end]),
                 )
-            )
+
+        self._write(run, ids)
 
     def delete(self, ids: Sequence[str]) -> None:
         col = self.collection()
         if col is None or not ids:
             return
-        for start in range(0, len(ids), PAGE):
-            self._write(partial(col.delete, ids=list(ids[start : start + PAGE])))
 
-    def _write(self, op: Callable[[], Any]) -> None:
-        """Run one Chroma write; a failure is named (disk full, permission) instead of
-        surfacing as Chroma's internal error."""
-        try:
-            op()
-        except MemPalaceError:
-            raise
-        except Exception as exc:
-            if self.chroma_url:
-                raise MemPalaceError(
-                    f"The Chroma server at {self.chroma_url} refused the write: {exc}.",
-                    hint="Check the server (its log, its disk) and run the command again; the "
-                    "palace index is repaired from the server by the next command.",
-                ) from exc
-            raise write_failure(exc, self.palace_path / CHROMA_FILE, "The drawer store") from exc
+        def run() -> None:
+            for start in range(0, len(ids), PAGE):
+                col.delete(ids=list(ids[start : start + PAGE]))
+
+        self._write(run, ids)
 
     def delete_where(self, where: dict[str, Any]) -> None:
         col = self.collection()
         if col is not None:
-            col.delete(where=where)
+            self._write(lambda: col.delete(where=where), None)

@@ -64,8 +64,10 @@ def test_clerk_replaces_auth0_before_and_after(kg, clerk):
     assert before["count"] == 1
     after = kg("query", "myproject", "--as-of", AFTER)
     assert _triples(after) == {("outgoing", "MyProject", "uses", "Clerk")}
-    # On the switch-over day exactly the new fact holds: valid_to is exclusive.
-    assert _triples(kg("query", "MyProject", "--as-of", SWITCH)) == _triples(after)
+    # On the switch-over day both hold: valid_from <= as_of <= valid_to, both days inclusive.
+    assert _triples(kg("query", "MyProject", "--as-of", SWITCH)) == _triples(before) | _triples(
+        after
+    )
     # Without a date: the whole history, each fact saying whether it is current.
     everything = {f["object"]: f["current"] for f in kg("query", "MyProject")["facts"]}
     assert everything == {"Auth0": False, "Clerk": True}
@@ -108,7 +110,8 @@ def test_invalidate_keeps_history(kg, clerk):
     assert clerk_fact["valid_to"] == "2026-09-01" and clerk_fact["triple_id"] == clerk["clerk"]
     assert history["count"] == 2  # nothing was deleted
     assert _triples(kg("query", "MyProject", "--as-of", "2026-08-31"))
-    assert not _triples(kg("query", "MyProject", "--as-of", "2026-09-01"))
+    assert _triples(kg("query", "MyProject", "--as-of", "2026-09-01"))  # its last day
+    assert not _triples(kg("query", "MyProject", "--as-of", "2026-09-02"))
     stats = kg("stats")
     assert (stats["triples"], stats["expired_facts"]) == (3, 2)
     # Ending it again: nothing is open any more.
@@ -167,11 +170,15 @@ def test_inverted_interval_is_rejected(kg, runner):
     err = kg(
         "add", "A", "b", "C", "--valid-from", "2026-05-01", "--valid-to", "2026-04-01", expect=2
     )["error"]
-    assert "valid_to 2026-04-01 is not after valid_from 2026-05-01" in err["message"]
+    assert "valid_to 2026-04-01 is before valid_from 2026-05-01" in err["message"]
     text = runner.invoke(
-        app, ["kg", "add", "A", "b", "C", "--from", "2026-05-01", "--to", "2026-05-01"]
+        app, ["kg", "add", "A", "b", "C", "--from", "2026-05-02", "--to", "2026-05-01"]
     )
-    assert text.exit_code == 2 and "is not after" in text.stderr and "Traceback" not in text.output
+    assert text.exit_code == 2 and "is before" in text.stderr and "Traceback" not in text.output
+    # A fact that held for one day only: valid_to is inclusive.
+    one_day = kg("add", "A", "b", "D", "--valid-from", "2026-05-01", "--valid-to", "2026-05-01")
+    assert kg("query", "A", "--as-of", "2026-05-01")["count"] == 1
+    assert one_day["valid_to"] == "2026-05-01"
 
 
 def test_iso_datetimes_are_accepted_and_normalised(kg):

@@ -75,26 +75,30 @@ def test_tools_list_has_every_tool_with_described_fields(mcp: McpSession) -> Non
         assert tool.input_schema["type"] == "object"
         for field, spec in tool.input_schema.get("properties", {}).items():
             assert spec.get("description"), f"{tool.name}.{field} has no description"
+        # No stray indentation or line breaks carried over from source code.
+        assert tool.description == " ".join(tool.description.split()), tool.name
+        assert tool.input_schema.get("additionalProperties") is False
+        assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
+        assert tool.output_schema["properties"], tool.name
         assert tool.annotations is not None
-        assert tool.annotations.read_only_hint is (
-            tool.name in READ_TOOLS
-            or tool.name
-            in (
-                "mempalace_kg_query",
-                "mempalace_kg_timeline",
-                "mempalace_kg_stats",
-                "mempalace_traverse",
-                "mempalace_find_tunnels",
-                "mempalace_graph_stats",
-                "mempalace_diary_read",
-                "mempalace_wake_up",
+        assert tool.annotations.read_only_hint is (tool.name in READ_TOOLS)
+        assert tool.annotations.read_only_hint is not tool.name.startswith(
+            (
+                "mempalace_add",
+                "mempalace_delete",
+                "mempalace_update",
+                "mempalace_mine",
+                "mempalace_diary_write",
+                "mempalace_kg_add",
+                "mempalace_kg_invalidate",
+                "mempalace_kg_supersede",
             )
-        )
+        ), tool.name
     assert tools["mempalace_delete_drawer"].annotations.destructive_hint is True
     assert tools["mempalace_add_drawer"].annotations.destructive_hint is False
     search = tools["mempalace_search"].input_schema
     assert search["required"] == ["query"]
-    assert "exact match" in search["properties"]["wing"]["description"]
+    assert "mempalace_status" in search["properties"]["wing"]["description"]
     assert tools["mempalace_kg_add"].input_schema["required"] == ["subject", "predicate", "object"]
 
 
@@ -103,6 +107,7 @@ def test_status_gives_overview_protocol_and_dialect(mcp: McpSession) -> None:
     assert set(status) == {
         "total_drawers",
         "wings",
+        "taxonomy",
         "rooms",
         "palace_path",
         "protocol",
@@ -141,7 +146,11 @@ def test_search_returns_verbatim_drawers_and_the_filters(mcp: McpSession) -> Non
     assert only["filters"] == {"wing": "bramble", "room": None}
     assert 0 < len(only["results"]) <= 2
     assert {r["wing"] for r in only["results"]} == {"bramble"}
-    assert mcp.ok("mempalace_search", {"query": "pricing", "wing": "Bramble"})["results"] == []
+    # One name rule: a filter is read the way names are filed.
+    capital = mcp.ok("mempalace_search", {"query": "pricing", "wing": "Bramble", "limit": 2})
+    assert capital["results"] == only["results"]
+    missed = mcp.ok("mempalace_search", {"query": "pricing", "wing": "bramblee"})
+    assert missed["results"] == [] and "bramble" in missed["hint"]
     # A search loads chromadb and onnxruntime in the server; nothing they print reached stdout.
     assert mcp.transport_errors == []
 
@@ -221,18 +230,62 @@ def test_knowledge_graph_round_trip(mcp: McpSession) -> None:
     assert stats["entities"] == 3 and stats["predicates"] == {"lives_in": 1, "works_on": 1}
 
 
+def test_kg_source_closet_switch_over_day_and_supersede(mcp: McpSession) -> None:
+    added = mcp.ok(
+        "mempalace_kg_add",
+        {"subject": "Orion", "predicate": "stored_in", "object": "S3", "source_closet": "D-17"},
+    )
+    assert added["source_closet"] == "D-17"
+    fact = mcp.ok("mempalace_kg_query", {"entity": "Orion"})["facts"][0]
+    assert fact["source"] == "D-17" and fact["source_closet"] == "D-17"
+
+    for obj, start, end in (("Auth0", "2025-06-01", "2026-03-12"), ("Clerk", "2026-03-12", None)):
+        args = {"subject": "Orion", "predicate": "uses", "object": obj, "valid_from": start}
+        mcp.ok("mempalace_kg_add", args | ({"valid_to": end} if end else {}))
+    day = mcp.ok("mempalace_kg_query", {"entity": "Orion", "as_of": "2026-03-12"})
+    assert {f["object"] for f in day["facts"] if f["predicate"] == "uses"} == {"Auth0", "Clerk"}
+
+    switched = mcp.ok(
+        "mempalace_kg_supersede",
+        {
+            "subject": "Orion",
+            "predicate": "stored_in",
+            "old_object": "S3",
+            "new_object": "MinIO",
+            "at": "2026-05-01",
+        },
+    )
+    assert switched["started"]["object"] == "MinIO"
+    facts = mcp.ok("mempalace_kg_query", {"entity": "Orion"})["facts"]
+    current = [f["object"] for f in facts if f["predicate"] == "stored_in" and f["current"]]
+    assert current == ["MinIO"]
+
+    page = mcp.ok("mempalace_kg_timeline", {"entity": "Orion", "limit": 2, "offset": 1})
+    everything = mcp.ok("mempalace_kg_timeline", {"entity": "Orion"})["facts"]
+    assert [f["triple_id"] for f in page["facts"]] == [f["triple_id"] for f in everything[1:3]]
+
+
 def test_diary_write_then_read(mcp: McpSession) -> None:
+    # MemPalace's argument names...
     written = mcp.ok(
-        "mempalace_diary_write", {"agent": "claude", "content": DIARY_TEXT, "topic": "storage"}
+        "mempalace_diary_write",
+        {"agent_name": "claude", "entry": DIARY_TEXT, "topic": "storage"},
     )
     assert written["success"] is True and written["topic"] == "storage"
     assert written["agent"] == "claude" and written["wing"] == "wing_claude"
     assert written["drawer_id"].startswith("drawer_wing_claude_")
-    read = mcp.ok("mempalace_diary_read", {"agent": "claude", "last": 5})
+    read = mcp.ok("mempalace_diary_read", {"agent_name": "claude"})
     assert read["wing"] == "wing_claude" and read["total"] == len(read["entries"]) == 1
     entry = read["entries"][0]
     assert entry["content"] == DIARY_TEXT and entry["topic"] == "storage"
     assert entry["drawer_id"] == written["drawer_id"] and entry["timestamp"] == written["timestamp"]
+    # ...and this server's earlier names, as aliases.
+    mcp.ok("mempalace_diary_write", {"agent": "claude", "content": "Second entry."})
+    last = mcp.ok("mempalace_diary_read", {"agent": "claude", "last": 1})
+    assert [e["content"] for e in last["entries"]] == ["Second entry."]
+    assert mcp.ok("mempalace_diary_read", {"agent_name": "claude", "last_n": 5})["total"] == 2
+    nameless = mcp.error("mempalace_diary_write", {"agent_name": "🎉🎉", "entry": "secret"})
+    assert "no letters or digits" in nameless
 
 
 def test_palace_graph_navigation(mcp: McpSession) -> None:
@@ -258,10 +311,85 @@ def test_wake_up_fits_its_budget(mcp: McpSession) -> None:
     assert woke["budget"] == 400 and woke["total_tokens"] <= 400
 
 
+def test_new_drawer_tools_round_trip(mcp: McpSession) -> None:
+    added = mcp.ok(
+        "mempalace_add_drawer", {"wing": "Team Notes", "room": "Infra", "content": NEW_TEXT}
+    )
+    drawer_id = added["drawer_id"]
+    assert (added["wing"], added["room"]) == ("team_notes", "infra")
+    found = mcp.ok("mempalace_search", {"query": "staging cluster rebuild", "wing": "Team Notes"})
+    assert [r["drawer_id"] for r in found["results"]] == [drawer_id]
+
+    assert mcp.ok("mempalace_get_drawer", {"drawer_id": drawer_id})["text"] == NEW_TEXT
+    got = mcp.ok("mempalace_get_drawers", {"drawer_ids": [drawer_id, "drawer_nope"]})
+    assert [d["drawer_id"] for d in got["drawers"]] == [drawer_id]
+    assert got["missing"] == ["drawer_nope"]
+    listed = mcp.ok("mempalace_list_drawers", {"wing": "Team Notes", "limit": 5})
+    assert [d["drawer_id"] for d in listed["drawers"]] == [drawer_id] and listed["total"] == 1
+
+    edited = "The coffee machine on floor three is descaled every second Friday by Lena."
+    done = mcp.ok("mempalace_update_drawer", {"drawer_id": drawer_id, "content": edited})
+    assert done["success"] is True and done["content_changed"] is True
+    after = mcp.ok("mempalace_search", {"query": "coffee machine descaling", "wing": "team_notes"})
+    assert after["results"][0]["drawer_id"] == drawer_id
+    assert after["results"][0]["text"] == edited
+    gone = mcp.ok("mempalace_search", {"query": "staging cluster rebuild", "wing": "team_notes"})
+    assert NEW_TEXT not in [r["text"] for r in gone["results"]]
+
+    dry = mcp.ok("mempalace_delete_drawers", {"drawer_ids": [drawer_id], "dry_run": True})
+    assert dry["dry_run"] is True and dry["removed"] == 0 and dry["matched"] == 1
+    assert mcp.ok("mempalace_get_drawer", {"drawer_id": drawer_id})["drawer_id"] == drawer_id
+    removed = mcp.ok("mempalace_delete_drawers", {"drawer_ids": [drawer_id]})
+    assert removed["removed"] == 1
+    assert "No drawer with id" in mcp.error("mempalace_get_drawer", {"drawer_id": drawer_id})
+
+
+def test_delete_by_source_and_mine(mcp: McpSession, tmp_path: Path) -> None:
+    folder = tmp_path / "mined-by-agent"
+    (folder / "ops").mkdir(parents=True)
+    (folder / "ops" / "runbook.md").write_text(
+        "# Runbook\n\nRestart the ingest worker with systemctl restart ingest after a deploy.\n"
+    )
+    dry = mcp.ok("mempalace_mine", {"source": str(folder), "dry_run": True})
+    assert dry["dry_run"] is True and dry["files"]["mined"] == 1
+    mined = mcp.ok("mempalace_mine", {"source": str(folder), "wing": "agent_mined"})
+    assert mined["wing"] == "agent_mined" and mined["drawers"]["added"] >= 1
+    again = mcp.ok("mempalace_mine", {"source": str(folder), "wing": "agent_mined"})
+    assert again["files"]["unchanged"] == 1 and again["drawers"]["added"] == 0
+
+    # A bare file name is no source: it could match every same-named file in the palace.
+    assert "No drawers come from" in mcp.error(
+        "mempalace_delete_by_source", {"source_file": "runbook.md"}
+    )
+    preview = mcp.ok("mempalace_delete_by_source", {"source_file": str(folder), "dry_run": True})
+    assert preview["matched"] == mined["drawers"]["added"] and preview["removed"] == 0
+    deleted = mcp.ok("mempalace_delete_by_source", {"source_file": str(folder)})
+    assert deleted["removed"] == preview["matched"]
+    found = mcp.ok(
+        "mempalace_search", {"query": "restart the ingest worker", "wing": "agent_mined"}
+    )
+    assert found["results"] == [] and "hint" in found
+    refused = mcp.error("mempalace_mine", {"source": str(folder), "include_ignored": ["x"]})
+    assert "'include_ignored' is not supported here" in refused and ".gitignore" in refused
+
+
+def test_unknown_arguments_are_errors_naming_them(mcp: McpSession) -> None:
+    message = mcp.error("mempalace_search", {"query": "storage", "n_results": 1})
+    assert "unknown argument 'n_results'" in message
+    assert "accepted: query, limit, wing, room" in message
+    message = mcp.error("mempalace_status", {"verbose": True})
+    assert "unknown argument 'verbose'" in message and "accepted: none" in message
+    message = mcp.error("mempalace_search", {"query": "x", "candidate_strategy": "bm25"})
+    assert "'candidate_strategy' is not supported here" in message
+    clash = mcp.error("mempalace_diary_read", {"agent": "a", "agent_name": "b"})
+    assert "mean the same thing" in clash
+
+
 BIG = "x" * 5_000_000
 BAD_CALLS = [
     ("mempalace_search", {}, ["'query' is required"]),
     ("mempalace_search", {"query": 42}, ["'query' is invalid", "valid string"]),
+    ("mempalace_search", {"query": "q" * 15_000_000}, ["15,000,000 characters", "at most"]),
     ("mempalace_search", {"query": "storage", "limit": "many"}, ["'limit'", "integer"]),
     ("mempalace_search", {"query": "storage", "limit": 0}, ["'limit'", "1"]),
     ("mempalace_search", {"query": "   "}, ["query is empty"]),

@@ -254,3 +254,50 @@ def test_a_foreign_delete_and_add_is_seen_everywhere_on_a_server(
     tmp_path: Path, embedder: Embedder, empty_server: str
 ) -> None:
     run_scenario(Palace(tmp_path, empty_server), embedder, bound=SERVER_BOUND)
+
+
+BULK_SCRIPT = textwrap.dedent(
+    """
+    import sys, chromadb, numpy as np
+    col = chromadb.PersistentClient(path=sys.argv[1]).get_collection(sys.argv[2])
+    rng = np.random.default_rng(7)
+    for start in range(0, 1100, 100):
+        ids = [f"drawer_far_general_{i:05}" for i in range(start, start + 100)]
+        col.add(ids=ids, embeddings=rng.random((100, 384)).astype("float32"),
+                documents=[f"Far note {i} about tide tables." for i in range(start, start + 100)],
+                metadatas=[{"wing": "far", "room": "general"}] * 100)
+    """
+)
+
+
+def test_a_foreign_write_beyond_chromas_log_is_reconciled_in_full(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Chroma purges its log as its vector index persists (every ~1000 writes): a catalogue
+    whose recorded head fell out of the log is compared with every drawer instead."""
+    p = Palace(tmp_path, None)
+    p.cli("mine", str(p.folder / "people"))
+    mined = p.json("status")["total_drawers"]
+    proc = subprocess.run(
+        [sys.executable, "-c", BULK_SCRIPT, str(p.path), COLLECTION_NAME],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    conn = sqlite3.connect(f"file:{p.path / 'chroma.sqlite3'}?mode=ro", uri=True)
+    oldest = conn.execute("SELECT min(seq_id) FROM embeddings_queue").fetchone()[0]
+    conn.close()
+    assert oldest > mined + 1, "Chroma kept its whole log: this test proves nothing"
+    status = p.cli("status", "--json")
+    data = json.loads(status.stdout)
+    assert data["total_drawers"] == mined + 1100 and data["wings"]["far"] == 1100
+    repair = data["consistency"]["last_repair"]
+    assert (repair["reason"], repair["full"], repair["added"]) == ("log_purged", True, 1100)
+    assert repair["removed"] == repair["updated"] == 0
+    assert "repaired" in status.stderr
+    found = search(p, "Far note 1042 about tide tables.", "lexical", 1)
+    assert search_ids(found) == ["drawer_far_general_01042"]
+    again = p.cli("status", "--json")  # in step now: nothing more to repair, nothing said
+    assert "repaired" not in again.stderr
+    assert json.loads(again.stdout)["consistency"]["last_repair"] == repair

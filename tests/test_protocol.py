@@ -82,3 +82,12 @@ def test_service_returns_the_protocol_without_a_palace(home) -> None:
     palace = open_palace()
     assert palace.protocol() == PROTOCOL
     assert not palace.path.exists()
+
+
+def test_protocol_and_instructions_name_every_tool() -> None:
+    """The protocol (also the MCP server's initialize instructions and the status tool's
+    `protocol`) mentions every tool the server has, wake-up included, and points agents at
+    the per-wing taxonomy."""
+    missing = [tool for tool in MCP_TOOL_NAMES if tool not in TOOL.findall(PROTOCOL)]
+    assert missing == []
+    assert "mempalace_wake_up" in PROTOCOL and "taxonomy" in PROTOCOL

@@ -125,6 +125,27 @@ def root(
         metavar="URL",
         help="Keep drawers in a Chroma server (http://host:port) instead of the palace folder.",
     ),
+    chroma_token: str = typer.Option(
+        None,
+        "--chroma-token",
+        metavar="TOKEN",
+        help="Bearer token for the Chroma server (prefer $MEMPALACE_CHROMA_TOKEN or "
+        "chroma_token in config.toml: a flag shows in the process list).",
+    ),
+    chroma_ca_file: str = typer.Option(
+        None,
+        "--chroma-ca-file",
+        metavar="PEM",
+        help="CA bundle that signed an https Chroma server's certificate "
+        "($MEMPALACE_CHROMA_CA_FILE, chroma_ca_file).",
+    ),
+    chroma_database: str = typer.Option(
+        None,
+        "--chroma-database",
+        metavar="NAME",
+        help="Database on the Chroma server that holds this palace, created on first use "
+        "($MEMPALACE_CHROMA_DATABASE, chroma_database; default: default_database).",
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
     ),
@@ -132,10 +153,23 @@ def root(
     env = get_env(ctx)
     env.palace_option = palace
     env.chroma_url = chroma_url
+    env.chroma_token = chroma_token
+    env.chroma_ca_file = chroma_ca_file
+    env.chroma_database = chroma_database
 
 
 def _register() -> None:
-    from mempalace_cli.cli import diary, kg, mining, search, serve, traverse, wakeup
+    from mempalace_cli.cli import (
+        diary,
+        identity,
+        kg,
+        migrate,
+        mining,
+        search,
+        serve,
+        traverse,
+        wakeup,
+    )
 
     mining.register(app)
     search.register(app)
@@ -144,6 +178,8 @@ def _register() -> None:
     kg.register(app)
     diary.register(app)
     traverse.register(app)
+    migrate.register(app)
+    identity.register(app)
 
 
 _register()

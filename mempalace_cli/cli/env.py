@@ -36,6 +36,10 @@ EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
     errors.PermissionDeniedError: 10,
     errors.NotADirectoryPathError: 11,
     errors.StorageError: 12,
+    # A Chroma server (a team palace): down or slow, refusing our token; migrate's check.
+    errors.ServerError: 13,
+    errors.ServerAuthError: 14,
+    errors.MigrationMismatchError: 15,
 }
 
 
@@ -50,6 +54,9 @@ def exit_status(exc: errors.MemPalaceError) -> int:
 class Env:
     palace_option: str | None = None
     chroma_url: str | None = None
+    chroma_token: str | None = None
+    chroma_ca_file: str | None = None
+    chroma_database: str | None = None
     out: Console = field(default_factory=lambda: Console(soft_wrap=False))
     err: Console = field(default_factory=lambda: Console(stderr=True))
     _palace: Palace | None = None
@@ -60,9 +67,17 @@ class Env:
 
     def palace(self) -> Palace:
         if self._palace is None:
+            from mempalace_cli.config import resolve_settings
             from mempalace_cli.service import open_palace
 
-            self._palace = open_palace(self.palace_option, self.chroma_url)
+            settings = resolve_settings(
+                self.palace_option,
+                self.chroma_url,
+                chroma_token=self.chroma_token,
+                chroma_ca_file=self.chroma_ca_file,
+                chroma_database=self.chroma_database,
+            )
+            self._palace = open_palace(settings=settings)
         return self._palace
 
 

@@ -55,7 +55,7 @@ def add(
     obj: str = typer.Argument(..., metavar="OBJECT", help="The other end, e.g. Clerk."),
     valid_from: str = typer.Option(None, "--valid-from", "--from", help="True from. " + DATE_HELP),
     valid_to: str = typer.Option(
-        None, "--valid-to", "--to", help="True until (first date it no longer holds)."
+        None, "--valid-to", "--to", help="True until (the last date it holds, included)."
     ),
     confidence: float = typer.Option(1.0, "--confidence", min=0.0, max=1.0, help="0 to 1."),
     source_drawer: str = typer.Option(None, "--source-drawer", help="Drawer id it came from."),
@@ -125,7 +125,9 @@ def invalidate(
     predicate: str = typer.Argument(...),
     obj: str = typer.Argument(..., metavar="OBJECT"),
     ended: str = typer.Option(
-        None, "--ended", help="First date the fact no longer holds (default today). " + DATE_HELP
+        None,
+        "--ended",
+        help="Last date the fact held (default today; included in as-of queries). " + DATE_HELP,
     ),
     json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

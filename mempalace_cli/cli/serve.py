@@ -25,7 +25,8 @@ def serve_mcp(
     host: str = typer.Option(
         "127.0.0.1",
         "--host",
-        help="HTTP only: address to listen on. Anything but loopback requires --token.",
+        help="HTTP only: address to listen on. Anything but 127.0.0.1, localhost or ::1 "
+        "(the names the Host/Origin check protects) requires --token.",
     ),
     port: int = typer.Option(8765, "--port", min=1, max=65535, help="HTTP only: port."),
     token: str = typer.Option(
@@ -36,7 +37,8 @@ def serve_mcp(
         help="HTTP only: require 'Authorization: Bearer TOKEN' on every request.",
     ),
 ) -> None:
-    """Serve the palace to AI agents over MCP (the Model Context Protocol)."""
+    """Serve the palace to AI agents over MCP (the Model Context Protocol). Stops on the first
+    Ctrl-C or SIGTERM, exit status 0."""
     from mempalace_cli import mcp_server
 
     palace = get_env(ctx).palace()

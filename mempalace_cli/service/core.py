@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from mempalace_cli.catalog import Catalog, DrawerRow, FileRecord
+from mempalace_cli.chroma_server import ServerOptions
 from mempalace_cli.config import COLLECTION_NAME, Settings, resolve_settings
 from mempalace_cli.consistency import (
     WRITE_IN_PROGRESS,
@@ -23,6 +24,7 @@ from mempalace_cli.drawer_rules import prepare_rows
 from mempalace_cli.embedder import Embedder, get_embedder
 from mempalace_cli.errors import NoPalaceError
 from mempalace_cli.locking import PalaceLock
+from mempalace_cli.server_mirror import TeamLog
 from mempalace_cli.store import DrawerStore
 
 __all__ = ["WRITE_IN_PROGRESS", "PalaceCore", "crashpoint", "meta_from", "now_iso", "row_from"]
@@ -54,9 +56,14 @@ class PalaceCore:
     # -- components, created lazily ---------------------------------------------------------
     @cached_property
     def store(self) -> DrawerStore:
-        store = DrawerStore(self.path, self.settings.chroma_url)
+        store = DrawerStore(self.path, server=ServerOptions.from_settings(self.settings))
         store.retry_guard = self.lock.hold
         return store
+
+    @cached_property
+    def team_log(self) -> TeamLog:
+        """A server palace's change log: teammates' writes seen at once, repaired by id."""
+        return TeamLog(self)
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -69,7 +76,7 @@ class PalaceCore:
     @cached_property
     def consistency(self) -> Consistency:
         """The one owner of Chroma <-> catalogue agreement (see consistency.py)."""
-        return Consistency(
+        consistency = Consistency(
             self.path,
             self.catalog,
             self.store,
@@ -77,6 +84,9 @@ class PalaceCore:
             server=bool(self.settings.chroma_url),
             collection_name=COLLECTION_NAME,
         )
+        if self.settings.chroma_url:
+            consistency.team_log = self.team_log
+        return consistency
 
     @property
     def embedder(self) -> Embedder:
@@ -128,7 +138,9 @@ class PalaceCore:
     def _wrote(self) -> None:
         """After our own write (under the lock): the handle and the catalogue are current."""
         generation = self.catalog.generation()
-        if not self.settings.chroma_url:
+        if self.settings.chroma_url:
+            self.team_log.after_own_write()
+        else:
             self.store.mark_fresh(generation)
 
     # -- keeping the catalogue in step with the store (consistency.py owns the rules) -------

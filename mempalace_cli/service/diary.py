@@ -1,5 +1,7 @@
-"""An agent's diary: entries filed as drawers in wing `wing_<agent>`, room `diary`, so search
-finds them too. Reading goes to the catalogue only (no Chroma, no model)."""
+"""An agent's diary: entries filed as drawers in wing `wing_<agent>` (or a wing the agent
+names), room `diary`, so search finds them too. Reading goes to the catalogue only (no Chroma,
+no model). Diaries stay private: the palace graph leaves `diary` rooms out of tunnel
+detection, and an agent name with no letters or digits is refused rather than shared."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ from typing import Any
 
 from mempalace_cli.catalog import DrawerRow
 from mempalace_cli.errors import InvalidInputError
-from mempalace_cli.miners.rooms import normalize_name
 from mempalace_cli.service.core import PalaceCore
 from mempalace_cli.service.drawers import _check_content
+from mempalace_cli.service.names import name_to_file, name_to_read
 from mempalace_cli.service.navigation import read_catalog
 
 DIARY_ROOM = "diary"
@@ -20,19 +22,25 @@ DEFAULT_TOPIC = "general"
 MAX_READ = 1000
 
 
-def diary_wing(agent: str) -> str:
+def diary_wing(agent: str, wing: str | None = None) -> str:
+    """The diary's wing: `wing` when given, else `wing_<agent>`."""
     if not isinstance(agent, str) or not agent.strip():
         raise InvalidInputError(
             "The agent name is empty.", hint="Name the agent whose diary this is, e.g. claude."
         )
-    name = normalize_name(agent)
+    name = name_to_file(agent, "agent name")
+    if wing is not None:
+        return name_to_file(wing, "wing")
     return name if name.startswith("wing_") else f"wing_{name}"
 
 
 class DiaryOps(PalaceCore):
-    def diary_write(self, agent: str, content: str, topic: str | None = None) -> dict[str, Any]:
-        """Add an entry. Every call files a new drawer, even with text written before."""
-        wing = diary_wing(agent)
+    def diary_write(
+        self, agent: str, content: str, topic: str | None = None, wing: str | None = None
+    ) -> dict[str, Any]:
+        """Add an entry (to `wing` when given, else the agent's own wing). Every call files a
+        new drawer, even with text written before."""
+        wing = diary_wing(agent, wing)
         _check_content(content)
         topic = (topic or "").strip() or DEFAULT_TOPIC
         stamp = datetime.now(UTC)
@@ -65,15 +73,24 @@ class DiaryOps(PalaceCore):
             "topic": topic,
         }
 
-    def diary_read(self, agent: str, last: int = 10) -> dict[str, Any]:
-        """The agent's `last` entries, newest first, and how many there are in all."""
-        wing = diary_wing(agent)
-        if not isinstance(last, int) or not 1 <= last <= MAX_READ:
+    def diary_read(self, agent: str, last: int = 10, wing: str | None = None) -> dict[str, Any]:
+        """The agent's `last` entries, newest first, and how many there are in all. With
+        `wing`, the agent's entries in that wing's diary."""
+        diary_wing(agent)  # refuses names that can't be an agent
+        if isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= MAX_READ:
             raise InvalidInputError(f"last must be 1 to {MAX_READ}, not {last!r}.")
         catalog = read_catalog(self)
+        if wing is not None and wing.strip():
+            known = {w for w, _r, _n in catalog.counts_by_wing_room()}
+            wing = name_to_read(wing, known) or diary_wing(agent)
+            only_agent: str | None = agent.strip()
+        else:
+            wing, only_agent = diary_wing(agent), None
         total = catalog.count(wing, DIARY_ROOM)
         entries = []
         for row in catalog.iter_drawers(wing, DIARY_ROOM, order="filed_at DESC, rowid DESC"):
+            if only_agent is not None and row.metadata.get("agent") != only_agent:
+                continue
             entries.append(
                 {
                     "timestamp": row.filed_at,
@@ -84,4 +101,10 @@ class DiaryOps(PalaceCore):
             )
             if len(entries) >= last:
                 break
+        if only_agent is not None:  # a shared wing: count only this agent's entries
+            total = sum(
+                1
+                for r in catalog.iter_drawers(wing, DIARY_ROOM)
+                if r.metadata.get("agent") == only_agent
+            )
         return {"agent": agent.strip(), "wing": wing, "entries": entries, "total": total}

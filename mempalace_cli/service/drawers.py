@@ -10,14 +10,20 @@ from mempalace_cli.catalog import DrawerRow
 from mempalace_cli.drawer_ids import candidate_ids, filed_under
 from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
-from mempalace_cli.miners.rooms import normalize_name
+from mempalace_cli.filters import DrawerFilter
+from mempalace_cli.kg import parse_date
 from mempalace_cli.service.core import PalaceCore, now_iso
+from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
 from mempalace_cli.store import where_filter
 from mempalace_cli.textsafe import clean_text
 from mempalace_cli.vector_index import VectorIndex
 
 MAX_RESULTS = 100
 MAX_DRAWER_CHARS = 100_000
+# A search query longer than this is refused before any work (a 15 MB query took 25 s and
+# gigabytes). The model reads 256 tokens and keyword search gains nothing from pages of text.
+MAX_QUERY_CHARS = 10_000
+MAX_DISTANCE = 2.0  # cosine distance: 0 identical, 1 unrelated, 2 opposite
 DUPLICATE_THRESHOLD = 0.9
 # Weighted reciprocal rank fusion: each side contributes weight / (RRF_K + rank). Chosen on the
 # dev splits (benchmarks/README.md, tune_fusion.py): BM25 is the stronger single ranker there
@@ -76,9 +82,22 @@ class DrawerOps(PalaceCore):
 
     def list_rooms(self, wing: str | None = None) -> dict[str, Any]:
         status = self.status()
+        taxonomy = status["taxonomy"]
+        asked = wing
+        wing = name_to_read(wing, taxonomy)
         if wing is None:
             return {"wing": None, "rooms": status["rooms"]}
-        return {"wing": wing, "rooms": status["taxonomy"].get(wing, {})}
+        result: dict[str, Any] = {"wing": wing, "rooms": taxonomy.get(wing, {})}
+        if not result["rooms"]:
+            result["hint"] = empty_filter_hint(wing, None, taxonomy, taxonomy, asked=(asked, None))
+        return result
+
+    def known_places(self) -> dict[str, list[str]]:
+        """wing -> its rooms, from the catalogue (for name resolution and hints)."""
+        places: dict[str, list[str]] = {}
+        for wing, room, _n in self.catalog.counts_by_wing_room():
+            places.setdefault(wing, []).append(room)
+        return places
 
     def get_taxonomy(self) -> dict[str, Any]:
         return {"taxonomy": self.status()["taxonomy"]}
@@ -91,23 +110,65 @@ class DrawerOps(PalaceCore):
         room: str | None = None,
         limit: int = 5,
         mode: str = "hybrid",
+        since: str | None = None,
+        before: str | None = None,
+        source_file: str | None = None,
+        max_distance: float | None = None,
     ) -> dict[str, Any]:
         """Rank drawers for `query`. `hybrid` fuses BM25 and vector ranks (weighted RRF);
         `similarity` is always the cosine similarity of the query and the drawer, whatever the
-        ranking."""
-        if not query or not query.strip():
+        ranking.
+
+        Filters: `wing`/`room` (names as filed, or as they normalise), `since` (dated on or
+        after) and `before` (dated strictly before; a drawer's date is its source's date when
+        known, else when it was filed), `source_file` (exact, a path ending or a folder) and
+        `max_distance` (drop hits whose cosine distance to the query is larger). A filtered
+        search that finds nothing carries `hint`, naming the closest wings or rooms."""
+        if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("The search query is empty.", hint="Say what to look for.")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInputError(
+                f"The search query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} "
+                "are searched.",
+                hint="Search with the key sentence or a few keywords instead of a whole text.",
+            )
         if not 1 <= limit <= MAX_RESULTS:
             raise InvalidInputError(f"The result limit must be 1 to {MAX_RESULTS}, not {limit}.")
         if mode not in SEARCH_MODES:
             raise InvalidInputError(
                 f"Unknown search mode {mode!r}.", hint=f"Use one of: {', '.join(SEARCH_MODES)}."
             )
+        if max_distance is not None:
+            if isinstance(max_distance, bool) or not isinstance(max_distance, int | float):
+                raise InvalidInputError(f"max_distance must be a number, not {max_distance!r}.")
+            if not 0.0 <= max_distance <= MAX_DISTANCE:
+                raise InvalidInputError(
+                    f"max_distance must be 0 to {MAX_DISTANCE:g} (cosine distance), "
+                    f"not {max_distance}.",
+                    hint="0.5 keeps close matches only; 1 drops unrelated ones.",
+                )
+            if mode == "lexical":
+                raise InvalidInputError(
+                    "max_distance needs the vector side, which lexical mode skips.",
+                    hint="Use mode hybrid or vector, or drop max_distance.",
+                )
+        since_n, before_n = parse_date(since, "since"), parse_date(before, "before")
         self.require()
         # Embed the query (loading the model on a cold start) while sync() opens Chroma.
         embedding = _InBackground(self._embed_query, query) if mode != "lexical" else None
         try:
-            return self._search(query, wing, room, limit, mode, embedding)
+            return self._search(
+                query,
+                wing,
+                room,
+                limit,
+                mode,
+                embedding,
+                since_n,
+                before_n,
+                source_file,
+                max_distance,
+            )
         finally:
             # Never leave the thread running into interpreter exit (an early error, say):
             # onnxruntime loading on a thread the interpreter tears down aborts the process.
@@ -122,12 +183,21 @@ class DrawerOps(PalaceCore):
         limit: int,
         mode: str,
         embedding: _InBackground | None,
+        since_n: str | None = None,
+        before_n: str | None = None,
+        source_file: str | None = None,
+        max_distance: float | None = None,
     ) -> dict[str, Any]:
         # A catalogue known to mirror the store answers alone: no chromadb import at all.
         from_catalog = self.catalog_trusted()
         if not from_catalog:
             self.sync(restamp=True)
-        filters = {"wing": wing, "room": room}
+        asked = (wing, room)
+        wing, room = self._read_names(wing, room)
+        filt = DrawerFilter(wing, room, since_n, before_n, source_file or None)
+        filters: dict[str, Any] = {"wing": wing, "room": room}
+        extra = {"since": since_n, "before": before_n, "source_file": source_file or None}
+        filters.update({k: v for k, v in {**extra, "max_distance": max_distance}.items() if v})
         depth = max(CANDIDATES, limit * 3)
         query_vec = embedding.result() if embedding is not None else None
         all_distances: dict[str, float] = {}
@@ -138,9 +208,13 @@ class DrawerOps(PalaceCore):
             depth,
             mode,
             query_vec,
-            catalog_distances=all_distances if from_catalog else None,
+            # After a sync the catalogue mirrors the store; a filter beyond wing/room is
+            # answered from it (Chroma can't compare dates).
+            catalog_distances=all_distances if from_catalog or filt.beyond_place else None,
+            filt=filt if filt.beyond_place else None,
         )
-        top = fuse([h[0] for h in vector_hits], [i for i, _ in lexical_hits])[:limit]
+        ranked = fuse([h[0] for h in vector_hits], [i for i, _ in lexical_hits])
+        top = ranked[:limit] if max_distance is None else ranked
 
         distances = {h[0]: h[1] for h in vector_hits}
         from_store = {h[0]: (h[2], h[3]) for h in vector_hits}
@@ -157,6 +231,8 @@ class DrawerOps(PalaceCore):
             got = self.store.get(missing, include=["embeddings"])
             for drawer_id, emb in zip(got["ids"], got["embeddings"], strict=True):
                 distances[drawer_id] = 1.0 - _cosine(query_vec, emb)
+        if max_distance is not None:
+            top = [i for i in top if distances.get(i, MAX_DISTANCE) <= max_distance][:limit]
 
         results = []
         lexical_ids = {i for i, _ in lexical_hits}
@@ -197,7 +273,31 @@ class DrawerOps(PalaceCore):
                     "metadata": meta,
                 }
             )
-        return {"query": query, "filters": filters, "mode": mode, "results": results}
+        found: dict[str, Any] = {
+            "query": query,
+            "filters": filters,
+            "mode": mode,
+            "results": results,
+        }
+        if not results and (wing or room or filt.beyond_place or max_distance is not None):
+            places = self.known_places()
+            found["hint"] = empty_filter_hint(
+                wing,
+                room,
+                places,
+                places,
+                filt.beyond_place or max_distance is not None,
+                asked,
+            )
+        return found
+
+    def _read_names(self, wing: str | None, room: str | None) -> tuple[str | None, str | None]:
+        """Wing and room filters under the one name rule (see service/names.py)."""
+        if not (wing and wing.strip()) and not (room and room.strip()):
+            return None, None
+        places = self.known_places()
+        rooms = {r for v in places.values() for r in v}
+        return name_to_read(wing, places), name_to_read(room, rooms)
 
     def _embed_query(self, query: str) -> Any:
         return self.embedder.embed([query])[0]
@@ -211,6 +311,7 @@ class DrawerOps(PalaceCore):
         mode: str = "hybrid",
         query_vec: Any = None,
         catalog_distances: dict[str, float] | None = None,
+        filt: DrawerFilter | None = None,
     ) -> tuple[Any, list[tuple[str, float, str, dict[str, Any]]], list[tuple[str, float]]]:
         """Both sides' ranked candidates, unfused: (query vector, vector hits, lexical hits).
         The benchmarks use this to compare fusion methods on the same candidates.
@@ -222,14 +323,23 @@ class DrawerOps(PalaceCore):
             query_vec = self._embed_query(query)
         hits: list[tuple[str, float, str, dict[str, Any]]] | None = None
         if query_vec is not None and catalog_distances is not None:
-            hits = self._catalog_vector_hits(query_vec, depth, wing, room, catalog_distances)
+            hits = self._catalog_vector_hits(query_vec, depth, wing, room, catalog_distances, filt)
             if hits is None:  # a row without its vector: Chroma answers, after a sync
                 self.sync(restamp=True)
         if query_vec is not None and hits is None:
-            hits = self.store.query(query_vec, depth, where_filter(wing, room))
+            if filt is None:
+                hits = self.store.query(query_vec, depth, where_filter(wing, room))
+            else:  # rare: vectors not mirrored yet; rank the filtered drawers from Chroma
+                allowed = {r.id for r in self.catalog.iter_drawers(filt=filt)}
+                wide = self.store.query(
+                    query_vec, max(depth, len(allowed)), where_filter(wing, room)
+                )
+                hits = [h for h in wide if h[0] in allowed][:depth]
         vector_hits = hits or []
         lexical_hits = (
-            self.catalog.lexical_search(query, depth, wing, room) if mode != "vector" else []
+            self.catalog.lexical_search(query, depth, wing, room, filt=filt)
+            if mode != "vector"
+            else []
         )
         return query_vec, vector_hits, lexical_hits
 
@@ -240,6 +350,7 @@ class DrawerOps(PalaceCore):
         wing: str | None,
         room: str | None,
         distances: dict[str, float],
+        filt: DrawerFilter | None = None,
     ) -> list[tuple[str, float, str, dict[str, Any]]] | None:
         """The `depth` nearest drawers by cosine distance (as Chroma's cosine space measures
         it) over the catalogue's vectors; fills `distances` for those (every filtered drawer on
@@ -273,12 +384,12 @@ class DrawerOps(PalaceCore):
         # A long-lived process (MCP server, benchmarks) keeps the last matrix read, normalised,
         # for as long as the palace generation (bumped by every write) stays the same. The
         # generation is read first: a write landing in between only makes the cache reload.
-        key = (self.catalog.generation(), wing, room)
+        key = (self.catalog.generation(), wing, room, filt)
         cached = getattr(self, "_vector_cache", None)
         if cached is not None and cached[0] == key:
             ids, unit = cached[1], cached[2]
         else:
-            ids, matrix = self.catalog.vectors(wing, room)
+            ids, matrix = self.catalog.vectors(wing, room, filt=filt)
             if matrix is None:
                 return None
             if not ids:
@@ -323,7 +434,14 @@ class DrawerOps(PalaceCore):
             return {"is_duplicate": False, "matches": []}
         self.sync()
         vec = self.embedder.embed([content])[0]
-        matches = [
+        matches = self.near_duplicates(vec, threshold)
+        return {"is_duplicate": bool(matches), "matches": matches}
+
+    def near_duplicates(
+        self, vec: Any, threshold: float = DUPLICATE_THRESHOLD, exclude: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Drawers whose cosine similarity to `vec` is at least `threshold` (but `exclude`)."""
+        return [
             {
                 "drawer_id": i,
                 "similarity": _similarity(d),
@@ -331,10 +449,9 @@ class DrawerOps(PalaceCore):
                 "room": m.get("room"),
                 "text": doc[:300],
             }
-            for i, d, doc, m in self.store.query(vec, 5, None)
-            if 1.0 - d >= threshold
-        ]
-        return {"is_duplicate": bool(matches), "matches": matches}
+            for i, d, doc, m in self.store.query(vec, 6, None)
+            if 1.0 - d >= threshold and i != exclude
+        ][:5]
 
     def add_drawer(
         self,
@@ -349,9 +466,7 @@ class DrawerOps(PalaceCore):
         """File one drawer by hand. Identical content in the same place is idempotent; content
         that is semantically near-identical to a drawer anywhere is refused as a duplicate."""
         _check_content(content)
-        wing_n, room_n = normalize_name(wing or ""), normalize_name(room or "")
-        if not wing or not room:
-            raise InvalidInputError("A drawer needs both a wing and a room.")
+        wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
         content = clean_text(content)
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
         drawer_id = hand_filed_id(wing_n, room_n, digest)
@@ -363,17 +478,7 @@ class DrawerOps(PalaceCore):
             return {"success": True, "drawer_id": already, "already_stored": True}
         vec = self.embedder.embed([content])
         if check_duplicates:
-            matches = [
-                {
-                    "drawer_id": i,
-                    "similarity": _similarity(d),
-                    "wing": m.get("wing"),
-                    "room": m.get("room"),
-                    "text": doc[:300],
-                }
-                for i, d, doc, m in self.store.query(vec[0], 5, None)
-                if 1.0 - d >= DUPLICATE_THRESHOLD
-            ]
+            matches = self.near_duplicates(vec[0])
             if matches:
                 return {"success": False, "reason": "duplicate", "matches": matches}
         meta: dict[str, Any] = dict(metadata or {})
@@ -402,9 +507,10 @@ class DrawerOps(PalaceCore):
                 _check_content(content)  # type: ignore[arg-type]
             except InvalidInputError as exc:
                 raise InvalidInputError(f"Drawer {n}: {exc.message}", hint=exc.hint) from exc
-            if not wing or not room:
-                raise InvalidInputError(f"Drawer {n} needs both a wing and a room.")
-            wing_n, room_n = normalize_name(wing), normalize_name(room)
+            try:
+                wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"Drawer {n}: {exc.message}", hint=exc.hint) from exc
             content = clean_text(content)  # type: ignore[arg-type]
             digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
             drawer_id = hand_filed_id(wing_n, room_n, digest)

@@ -13,6 +13,7 @@ from typing import Any
 
 from mempalace_cli.errors import NoPalaceError
 from mempalace_cli.kg import KG_FILE, KnowledgeGraph, entity_id, now_stamp, parse_date
+from mempalace_cli.kg_store import FactStore
 from mempalace_cli.service.core import PalaceCore
 
 KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
@@ -20,15 +21,38 @@ KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
 
 class KnowledgeOps(PalaceCore):
     @cached_property
-    def kg(self) -> KnowledgeGraph:
+    def kg(self) -> FactStore:
+        """The palace's facts: in its folder (SQLite), or on its Chroma server so that every
+        machine of a team shares them (chromadb is imported for a server palace only)."""
+        if self.settings.chroma_url:
+            from mempalace_cli.kg_store_chroma import ChromaFactStore
+
+            store = self.store
+            assert store.server is not None
+            return ChromaFactStore(lambda: store.client, store.server)
         return KnowledgeGraph(self.path)
+
+    @property
+    def kg_location(self) -> str:
+        if self.settings.chroma_url:
+            from mempalace_cli.kg_store_chroma import KG_COLLECTION
+
+            return f"{self.store.location} (collection {KG_COLLECTION})"
+        return str(self.path / KG_FILE)
 
     def close(self) -> None:
         if "kg" in self.__dict__:
             self.kg.close()
         super().close()
 
-    def _kg_for_reading(self) -> KnowledgeGraph:
+    def _kg_for_reading(self) -> FactStore:
+        if self.settings.chroma_url:
+            from mempalace_cli.kg_store_chroma import ChromaFactStore
+
+            kg = self.kg
+            if isinstance(kg, ChromaFactStore) and not kg.exists():
+                raise NoPalaceError(self.store.location, hint=KG_HINT)
+            return kg
         if not self.path.is_dir():
             raise NoPalaceError(str(self.path), hint=KG_HINT)
         return self.kg
@@ -46,11 +70,16 @@ class KnowledgeOps(PalaceCore):
         source_file: str | None = None,
         subject_type: str | None = None,
         object_type: str | None = None,
+        source_closet: str | None = None,
     ) -> dict[str, Any]:
-        """Record `subject predicate object`, valid from `valid_from` until (not including)
-        `valid_to`. Restating a stored fact returns its id with created=False."""
+        """Record `subject predicate object`, valid from `valid_from` through `valid_to` (both
+        days included). Restating a stored fact returns its id with created=False."""
         with self.lock.hold():
-            if not self.catalog.exists and not self.store.has_local_data():
+            if (
+                not self.settings.chroma_url
+                and not self.catalog.exists
+                and not self.store.has_local_data()
+            ):
                 # A new palace: from now on `status` and the other commands see it. (A palace
                 # made by MemPalace gets its index from the next command that syncs it.)
                 _ = self.catalog.conn
@@ -65,6 +94,7 @@ class KnowledgeOps(PalaceCore):
                 source_file,
                 subject_type,
                 object_type,
+                source_closet,
             )
         return {
             "triple_id": fact.id,
@@ -75,12 +105,36 @@ class KnowledgeOps(PalaceCore):
             "valid_from": fact.valid_from,
             "valid_to": fact.valid_to,
             "confidence": fact.confidence,
+            "source": fact.to_dict()["source"],
+            "source_closet": fact.source_closet,
+        }
+
+    def kg_supersede(
+        self,
+        subject: str,
+        predicate: str,
+        old_object: str,
+        new_object: str,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """`subject predicate old_object` stops and `subject predicate new_object` starts on
+        `at` (default today), in one transaction. On `at` itself both hold (as_of is
+        inclusive); afterwards only the new one is current."""
+        kg = self._kg_for_reading()
+        with self.lock.hold():
+            ended, started, when = kg.supersede(subject, predicate, old_object, new_object, at)
+        now = now_stamp()
+        return {
+            "at": when,
+            "ended": [f.to_dict(now=now) for f in ended],
+            "started": started.to_dict(now=now),
         }
 
     def kg_invalidate(
         self, subject: str, predicate: str, obj: str, ended: str | None = None
     ) -> dict[str, Any]:
-        """Mark a fact as no longer true from `ended` (default today). Never deletes."""
+        """End a fact: `ended` (default today) is its last day, still answered by as_of. Never
+        deletes."""
         kg = self._kg_for_reading()
         with self.lock.hold():
             facts, end = kg.invalidate(subject, predicate, obj, ended)
@@ -116,17 +170,21 @@ class KnowledgeOps(PalaceCore):
             result["suggestions"] = [folded[c] for c in close]
         return result
 
-    def kg_timeline(self, entity: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Facts in chronological order (all of them, or those about `entity`)."""
+    def kg_timeline(
+        self, entity: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> dict[str, Any]:
+        """Facts in chronological order (all of them, or those about `entity`), paged with
+        `limit` and `offset`."""
         kg = self._kg_for_reading()
         entity = entity if entity and entity.strip() else None
-        facts = kg.timeline(entity, limit)
+        facts = kg.timeline(entity, limit, offset)
         eid, now = (entity_id(entity) if entity else None), now_stamp()
         return {
             "entity": kg.display_name(entity) if entity else None,
             "facts": [f.to_dict(eid, now) for f in facts],
             "count": len(facts),
+            "offset": offset,
         }
 
     def kg_stats(self) -> dict[str, Any]:
-        return {**self._kg_for_reading().stats(), "path": str(self.path / KG_FILE)}
+        return {**self._kg_for_reading().stats(), "path": self.kg_location}

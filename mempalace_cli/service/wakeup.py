@@ -46,12 +46,42 @@ class WakeUpOps(PalaceCore):
             )
         counter = get_token_counter(self.settings.embedding_model_dir)
         identity_path = self.settings.identity_path
-        identity = layers.read_identity(identity_path)
+        identity = self._server_identity() or layers.read_identity(identity_path)
         entries, note = self._story_entries(wing)
         return layers.assemble(identity, identity_path, entries, note, counter.count, budget)
 
+    def _server_identity(self) -> str | None:
+        """A server palace's identity, shared by every machine (set by `migrate --to` or
+        `set_identity`); None for an embedded palace or when the server has none."""
+        if not self.settings.chroma_url:
+            return None
+        return self.store.ledger.identity()
+
+    def identity(self) -> dict[str, Any]:
+        """The identity text (L0) and where it is read from (None when there is none)."""
+        shared = self._server_identity()
+        if shared is not None:
+            return {"text": shared, "where": self.store.location}
+        path = self.settings.identity_path
+        return {"text": layers.read_identity(path), "where": str(path)}
+
+    def set_identity(self, text: str) -> dict[str, Any]:
+        """Store the identity text (L0): on the server for a server palace (every machine reads
+        it), else in $MEMPALACE_HOME/identity.txt."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("The identity text is empty.", hint="Write a few lines.")
+        if self.settings.chroma_url:
+            self.store.ledger.set_identity(text)
+            return {"stored": True, "where": self.store.location}
+        path = self.settings.identity_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return {"stored": True, "where": str(path)}
+
     def _story_entries(self, wing: str | None) -> tuple[list[layers.StoryEntry] | None, str | None]:
         """Ranked L1 candidates, or a note saying why there are none."""
+        if self.settings.chroma_url and self.exists():
+            self.sync()  # the catalogue is a cache of the server: bring it in step first
         if not self.catalog.exists:  # opening it would create it: check first
             if self.store.has_local_data() or self.settings.chroma_url:
                 return None, (
@@ -59,6 +89,11 @@ class WakeUpOps(PalaceCore):
                     "Run `mempalace status` once, then wake up again."
                 )
             return None, f"No palace at {self.path} yet. {INIT_HINT}"
+        if wing is not None:  # the one name rule: as filed, or as it normalises
+            from mempalace_cli.service.names import name_to_read
+
+            known = {w for w, _r, _n in self.catalog.counts_by_wing_room()}
+            wing = name_to_read(wing, known)
         entries = layers.rank_drawers(self.catalog.iter_drawers(wing=wing))
         if entries:
             return entries, None

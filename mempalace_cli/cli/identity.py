@@ -1,0 +1,56 @@
+"""`mempalace identity`: show or set the identity text (wake-up's L0)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from mempalace_cli.cli.env import get_env, print_json
+from mempalace_cli.errors import NotFoundError
+
+
+def identity(
+    ctx: typer.Context,
+    set_from: str = typer.Option(
+        None,
+        "--set",
+        metavar="FILE",
+        help="Store the text of FILE (- for standard input) as the identity: on the Chroma "
+        "server for a server palace (every machine reads it), else in $MEMPALACE_HOME.",
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON document."),
+) -> None:
+    """Show the identity text wake-up starts with, or set it with --set FILE."""
+    env = get_env(ctx)
+    palace = env.palace()
+    if set_from is not None:
+        if set_from == "-":
+            text = sys.stdin.read()
+        else:
+            path = Path(set_from).expanduser()
+            if not path.is_file():
+                raise NotFoundError(f"No file at {path}; the identity was not changed.")
+            text = path.read_text(encoding="utf-8")
+        result = palace.set_identity(text)
+        if json_output:
+            print_json(result)
+        else:
+            env.out.print(f"Identity stored in {escape(result['where'])}.", highlight=False)
+        return
+    result = palace.identity()
+    if json_output:
+        print_json(result)
+    elif result["text"] is None:
+        env.out.print(
+            f"No identity yet ({escape(result['where'])}). Set one: mempalace identity --set FILE",
+            highlight=False,
+        )
+    else:
+        env.out.print(f"[dim]{escape(result['where'])}[/]\n{escape(result['text'])}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(identity)

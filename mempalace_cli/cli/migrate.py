@@ -1,0 +1,81 @@
+"""`mempalace migrate`: move a palace to a Chroma server, or from one into a folder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from mempalace_cli.cli.env import get_env, print_json
+
+
+def migrate(
+    ctx: typer.Context,
+    to_url: str = typer.Option(
+        None, "--to", metavar="URL", help="Copy this palace's folder to the server at URL."
+    ),
+    from_url: str = typer.Option(
+        None, "--from", metavar="URL", help="Copy the palace on the server at URL into the folder."
+    ),
+    batch: int = typer.Option(500, "--batch", min=1, max=5000, help="Drawers per request."),
+    kg_file: str = typer.Option(
+        None,
+        "--kg",
+        metavar="FILE",
+        help="The knowledge graph to copy with --to (default: the palace's own; for a "
+        "MemPalace 3.x palace: ~/.mempalace/knowledge_graph.sqlite3).",
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON document."),
+) -> None:
+    """Copy drawers (with their vectors, no re-embedding), facts, diaries and identity between
+    the palace folder and a Chroma server; run it again to resume; verified at the end.
+
+    Examples:
+      mempalace --palace ~/.mempalace/palace migrate --to http://team-host:8000
+      mempalace --palace ./copy migrate --from http://team-host:8000
+    """
+    env = get_env(ctx)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if not json_output and env.interactive:
+            env.err.print(f"\r{stage}: {done}/{total}", end="", highlight=False)
+
+    result = env.palace().migrate(
+        to_url=to_url, from_url=from_url, batch=batch, kg_file=kg_file, progress=progress
+    )
+    if json_output:
+        print_json(result)
+        return
+    if env.interactive:
+        env.err.print()
+    _render(env, result)
+
+
+def _render(env: Any, result: dict[str, Any]) -> None:
+    d, f = result["drawers"], result["facts"]
+    drawers = result["verified"]["drawers"]["target"]
+    env.out.print(
+        f"Migrated {result['from']} -> {result['to']}: {_n(d['total'], 'drawer')} "
+        f"({d['copied']} copied, {d['already_there']} already there), "
+        f"{_n(f['total'], 'fact')} ({f['copied']} new)"
+        f"{', identity' if result['identity'] else ''}.",
+        highlight=False,
+    )
+    env.out.print(
+        f"Verified: {drawers['count']} drawers, ids {drawers['id_digest'][:12]}, content "
+        f"{drawers['content_digest'][:12]} match the source; the source was only read.",
+        highlight=False,
+    )
+    env.out.print(
+        "Next: point this machine at the server (chroma_url in config.toml, or "
+        "MEMPALACE_CHROMA_URL) and run: mempalace status",
+        highlight=False,
+    )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(migrate)

@@ -1,0 +1,417 @@
+"""How the MCP server is reached: stdio and streamable HTTP. Both stop cleanly on the first
+Ctrl-C or SIGTERM.
+
+Over stdio, every line that could be a JSON-RPC request gets a reply. The SDK's own stdin
+reader drops what it cannot validate (a truncated frame, a batch, list params, a lone surrogate,
+nesting deeper than its parser goes) and the client waits for its timeout; `GuardedStdin`
+reads the lines first and answers those itself with -32700 (parse error), -32600 (invalid
+request) or -32602 (invalid params), passing everything else through to the SDK unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import contextmanager, suppress
+from io import TextIOWrapper
+from typing import TYPE_CHECKING, Any
+
+from mempalace_cli.errors import InvalidInputError, MemPalaceError
+from mempalace_cli.mcp_auth import DEFAULT_HOST, BearerTokenGuard, check_http_options
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from mempalace_cli.service import Palace
+
+log = logging.getLogger("mempalace.mcp")
+
+DEFAULT_PORT = 8765
+HTTP_PATH = "/mcp"
+# Above the SDK's 4 MiB default, so an oversized drawer reaches the tool and gets a message
+# that says how to fix it instead of a bare HTTP 413.
+MAX_HTTP_BODY = 16 * 1024 * 1024
+MAX_LINE = MAX_HTTP_BODY  # the same cap on one stdio frame
+GRACEFUL_SECONDS = 3  # open HTTP streams get this long to close on shutdown
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+
+Reply = Callable[[Any, int, str], Awaitable[None]]
+
+
+def configure_logging() -> None:
+    """Everything we, chromadb or onnxruntime log goes to stderr; stdout stays the protocol's."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    log.setLevel(logging.INFO)
+
+
+# -- stdio: a reply for every request ----------------------------------------------------------
+def _top_level_id(line: bytes) -> Any:
+    """The request id of a frame we could not parse, when it can be read from the frame's top
+    level (so the client gets its answer now instead of a timeout); None otherwise."""
+    depth, in_string, escaped = 0, False, False
+    for pos, byte in enumerate(line):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+            continue
+        if byte == 0x22:
+            if depth == 1:
+                match = _ID.match(line, pos)
+                if match:
+                    with suppress(ValueError):
+                        return json.loads(match.group(1))
+            in_string = True
+        elif byte in (0x7B, 0x5B):  # { [
+            depth += 1
+        elif byte in (0x7D, 0x5D):
+            depth -= 1
+    return None
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _request_id(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        rid = obj.get("id")
+        if isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)):
+            return rid
+    return None
+
+
+async def check_frame(line: bytes, reply: Reply) -> bool:
+    """True if `line` goes on to the SDK; otherwise the error reply has been sent (or, for a
+    broken notification, which takes no reply, logged)."""
+    from mcp_types import jsonrpc_message_adapter
+
+    if not line.strip():
+        return False
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        await reply(_top_level_id(line), PARSE_ERROR, "Parse error: the frame is not UTF-8.")
+        return False
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        await reply(
+            _top_level_id(line),
+            INVALID_REQUEST,
+            "Invalid request: the message is nested too deeply to read; send flatter arguments.",
+        )
+        return False
+    except ValueError as exc:
+        await reply(
+            _top_level_id(line),
+            PARSE_ERROR,
+            f"Parse error: not valid JSON ({exc.msg} at character {exc.pos}); "
+            "send one whole JSON-RPC message per line.",
+        )
+        return False
+    if isinstance(obj, list):
+        message = (
+            "Invalid request: JSON-RPC batches are not supported by MCP; send each request "
+            "as its own message."
+        )
+        ids = [_request_id(item) for item in obj if _request_id(item) is not None]
+        for rid in ids or [None]:
+            await reply(rid, INVALID_REQUEST, message)
+        return False
+    if not isinstance(obj, dict):
+        await reply(None, INVALID_REQUEST, "Invalid request: a message must be a JSON object.")
+        return False
+    rid = _request_id(obj)
+    is_request = "method" in obj and "id" in obj
+    params = obj.get("params")
+    if params is not None and not isinstance(params, dict):
+        if is_request:
+            await reply(
+                rid,
+                INVALID_REQUEST,
+                f"Invalid request: params must be an object of named values, not a "
+                f"{type(params).__name__}.",
+            )
+        return False
+    if _has_lone_surrogate(obj):
+        if is_request:
+            await reply(
+                rid,
+                INVALID_PARAMS,
+                "Invalid params: the message holds a lone surrogate (half of a UTF-16 pair, "
+                "e.g. an emoji cut in two), which is not valid Unicode; send whole characters.",
+            )
+        return False
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except RecursionError:
+        if is_request:
+            await reply(rid, INVALID_REQUEST, "Invalid request: the message is nested too deeply.")
+        return False
+    except Exception as exc:  # the SDK would drop it: answer instead
+        if is_request or rid is not None:
+            reason = str(exc).splitlines()[0][:200]
+            await reply(rid, INVALID_REQUEST, f"Invalid request: {reason}.")
+        else:
+            log.warning("dropped a malformed JSON-RPC notification or response")
+        return False
+    return True
+
+
+class GuardedStdin:
+    """stdin as the SDK's stdio transport reads it (an async iterator of lines), checked first
+    by `check_frame`. Reads wait on the descriptor, so cancelling the server (Ctrl-C, SIGTERM)
+    never waits for a line that is not coming."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._reply: Reply | None = None
+        self._ready = threading.Event()
+
+    def attach(self, reply: Reply) -> None:
+        self._reply = reply
+        self._ready.set()
+
+    async def _send(self, rid: Any, code: int, message: str) -> None:
+        import anyio
+
+        while self._reply is None:  # the transport is being set up
+            await anyio.sleep(0.01)
+        await self._reply(rid, code, message)
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        import anyio
+
+        while True:
+            # A regular file (stdin redirected from disk) can't be waited on; its reads never block.
+            with suppress(OSError, ValueError, NotImplementedError):
+                await anyio.wait_readable(self.fd)
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                return
+            yield chunk
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        buffer = b""
+        async for chunk in self._chunks():
+            buffer += chunk
+            while b"\n" in buffer:
+                line, _, buffer = buffer.partition(b"\n")
+                if await check_frame(line, self._send):
+                    yield line.decode("utf-8")
+            if len(buffer) > MAX_LINE:
+                await self._send(
+                    _top_level_id(buffer[:4096]),
+                    INVALID_REQUEST,
+                    f"Invalid request: one message is over {MAX_LINE // (1024 * 1024)} MiB.",
+                )
+                buffer = b""  # the rest of that line is skipped as a broken frame
+        # The stream ended mid-frame: that frame is checked (and answered) like any other.
+        if buffer.strip() and await check_frame(buffer, self._send):
+            yield buffer.decode("utf-8")
+
+
+@contextmanager
+def _private_std_fds() -> Any:
+    """Move the protocol onto private copies of fds 0 and 1, and point 0 at /dev/null and 1 at
+    stderr, so a stray print() or a native library's write can never corrupt the stream."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    try:
+        yield wire_in, wire_out
+    finally:
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        for fd in (saved_in, saved_out, wire_in, wire_out):
+            with suppress(OSError):
+                os.close(fd)
+
+
+async def _cancel_on_signal(scope: Any) -> None:
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.info("%s received: stopping", signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+async def _serve_stdio_async(server: MCPServer) -> None:
+    import anyio
+    import mcp_types as types
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    with _private_std_fds() as (wire_in, wire_out):
+        stdin = GuardedStdin(wire_in)
+        out = TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
+        stdout = anyio.wrap_file(out)
+        lowlevel = server._lowlevel_server
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cancel_on_signal, tg.cancel_scope)
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+
+                async def reply(rid: Any, code: int, message: str) -> None:
+                    error = types.JSONRPCError(
+                        jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)
+                    )
+                    await write_stream.send(SessionMessage(error))
+
+                stdin.attach(reply)
+                await lowlevel.run(
+                    read_stream, write_stream, lowlevel.create_initialization_options()
+                )
+            tg.cancel_scope.cancel()  # stdin ended: stop listening for signals
+
+
+def warm_up(load: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=load, name="mempalace-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _finish_warm_up(thread: threading.Thread) -> None:
+    # Exiting while the model loads in native code aborts the process: let it finish first.
+    thread.join(timeout=120)
+
+
+def serve_stdio(server: MCPServer, palace: Palace, warm: threading.Thread) -> None:
+    import anyio
+
+    log.info("serving palace %s over stdio", palace.path)
+    try:
+        anyio.run(_serve_stdio_async, server)
+    finally:
+        _finish_warm_up(warm)
+
+
+# -- HTTP --------------------------------------------------------------------------------------
+def bind_socket(host: str, port: int) -> socket.socket:
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return socket.create_server((host, port), family=family, reuse_port=False)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"Cannot listen on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc}.",
+            hint="Pick another port with --port, or stop whatever is using this one.",
+        ) from exc
+
+
+def serve_http(
+    build: Callable[[], MCPServer],
+    palace: Palace,
+    start_warm_up: Callable[[MCPServer], threading.Thread],
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+) -> None:
+    import anyio
+    import uvicorn
+
+    check_http_options(host, token)
+    sock = bind_socket(host, port)
+    try:
+        server = build()
+    except BaseException:
+        sock.close()
+        raise
+    app: Any = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_HTTP_BODY
+    )
+    if token:
+        app = BearerTokenGuard(app, token)
+    shown = f"[{host}]" if ":" in host else host
+    log.info(
+        "serving palace %s at http://%s:%d%s%s",
+        palace.path,
+        shown,
+        sock.getsockname()[1],
+        HTTP_PATH,
+        " (bearer token required)" if token else "",
+    )
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
+    )
+    warming = start_warm_up(server)
+    try:
+        anyio.run(_QuietStopServer(config).serve, [sock])
+    finally:
+        _finish_warm_up(warming)
+
+
+def _quiet_stop_server_class() -> type:
+    import uvicorn
+
+    class QuietStopServer(uvicorn.Server):
+        """uvicorn, minus re-raising the stop signal after its graceful shutdown (a re-raised
+        SIGTERM would kill the process instead of letting it exit 0)."""
+
+        @contextmanager
+        def capture_signals(self) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {
+                s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)
+            }
+            try:
+                yield
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+                if self._captured_signals:
+                    log.info("stop signal received: the HTTP server shut down")
+
+    return QuietStopServer
+
+
+def _QuietStopServer(config: Any) -> Any:  # noqa: N802  (reads as the class it builds)
+    return _quiet_stop_server_class()(config)
+
+
+__all__ = [
+    "DEFAULT_PORT",
+    "HTTP_PATH",
+    "MAX_HTTP_BODY",
+    "MemPalaceError",
+    "configure_logging",
+    "serve_http",
+    "serve_stdio",
+    "warm_up",
+]

@@ -1,0 +1,308 @@
+"""Looking after drawers once they are filed: fetch several, list a wing or room page by page,
+edit one (re-embedded, re-indexed, duplicate-checked), and forget drawers by id, by source or by
+place (with a dry run). A part the `Palace` facade owns and delegates to; the CLI's `show` and
+`forget` and the MCP tools get_drawers, list_drawers, update_drawer, delete_drawers and
+delete_by_source all call these verbs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mempalace_cli.catalog import DrawerRow
+from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.filters import DrawerFilter
+from mempalace_cli.kg import parse_date
+from mempalace_cli.service.core import now_iso
+from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
+
+if TYPE_CHECKING:
+    from mempalace_cli.service.drawers import DrawerOps
+
+MAX_IDS = 1000  # drawers fetched or forgotten by id in one call
+MAX_PAGE = 100  # drawers listed per page
+PREVIEW_CHARS = 200
+ID_HINT = "Drawer ids come from search results or list_drawers (drawer_id)."
+
+
+def drawer_view(row: DrawerRow) -> dict[str, Any]:
+    """One whole drawer, as get_drawer returns it."""
+    return {
+        "drawer_id": row.id,
+        "text": row.text,
+        "wing": row.wing,
+        "room": row.room,
+        "source_file": row.source_file,
+        "filed_at": row.filed_at,
+        "metadata": row.metadata,
+    }
+
+
+def _check_ids(ids: object, field: str = "drawer_ids") -> list[str]:
+    if isinstance(ids, str) or not isinstance(ids, list | tuple):
+        raise InvalidInputError(
+            f"{field} must be a list of drawer ids.", hint='e.g. ["drawer_myapp_auth_0123"]'
+        )
+    if not ids:
+        raise InvalidInputError(f"{field} is empty.", hint="Pass at least one drawer id.")
+    if len(ids) > MAX_IDS:
+        raise InvalidInputError(
+            f"{field} holds {len(ids):,} ids; at most {MAX_IDS:,} per call.",
+            hint="Split the list into several calls.",
+        )
+    bad = [i for i in ids if not isinstance(i, str) or not i.strip()]
+    if bad:
+        raise InvalidInputError(f"{field} holds {len(bad)} empty or non-text ids.", hint=ID_HINT)
+    return list(dict.fromkeys(ids))
+
+
+def _page(limit: object, offset: object) -> tuple[int, int]:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidInputError(f"limit must be 1 to {MAX_PAGE}, not {limit!r}.")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInputError(f"offset must be 0 or more, not {offset!r}.")
+    return limit, offset
+
+
+class DrawerCuration:
+    """The drawer-keeping verbs, over the palace's drawer operations (store, catalogue, lock,
+    embedder) that it is given."""
+
+    def __init__(self, drawers: DrawerOps) -> None:
+        self.drawers = drawers
+
+    # -- reads ------------------------------------------------------------------------------
+    def get_drawers(self, ids: list[str]) -> dict[str, Any]:
+        """The drawers with these ids, in the order asked; unknown ids listed in `missing`."""
+        wanted = _check_ids(ids)
+        p = self.drawers
+        p.require()
+        p.sync()
+        rows = p.catalog.get(wanted)
+        return {
+            "drawers": [drawer_view(rows[i]) for i in wanted if i in rows],
+            "missing": [i for i in wanted if i not in rows],
+        }
+
+    def list_drawers(
+        self,
+        wing: str | None = None,
+        room: str | None = None,
+        since: str | None = None,
+        before: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        """Drawers in a wing/room (or the whole palace), newest first, a page at a time, each
+        with a preview of its text. Dates as in search: `since` inclusive, `before` exclusive."""
+        limit, offset = _page(limit, offset)
+        since_n, before_n = parse_date(since, "since"), parse_date(before, "before")
+        p = self.drawers
+        p.require()
+        p.sync()
+        places = p.known_places()
+        wing_r = name_to_read(wing, places)
+        room_r = name_to_read(room, {r for v in places.values() for r in v})
+        filt = DrawerFilter(wing_r, room_r, since_n, before_n)
+        total = p.catalog.count(filt=filt)
+        rows = p.catalog.iter_drawers(
+            filt=filt, order="filed_at DESC, rowid DESC", limit=limit, offset=offset
+        )
+        drawers = [
+            {
+                "drawer_id": r.id,
+                "wing": r.wing,
+                "room": r.room,
+                "source_file": r.source_file,
+                "filed_at": r.filed_at,
+                "preview": r.text[:PREVIEW_CHARS],
+                "chars": len(r.text),
+            }
+            for r in rows
+        ]
+        result: dict[str, Any] = {
+            "filters": {"wing": wing_r, "room": room_r, "since": since_n, "before": before_n},
+            "drawers": drawers,
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "has_more": offset + len(drawers) < total,
+        }
+        if total == 0 and (wing_r or room_r or filt.beyond_place):
+            result["hint"] = empty_filter_hint(
+                wing_r, room_r, places, places, filt.beyond_place, (wing, room)
+            )
+        return result
+
+    # -- edits ------------------------------------------------------------------------------
+    def update_drawer(
+        self,
+        drawer_id: str,
+        content: str | None = None,
+        wing: str | None = None,
+        room: str | None = None,
+    ) -> dict[str, Any]:
+        """Change a drawer's text and/or move it to another wing or room; it keeps its id.
+        New text is embedded again, re-indexed for keyword search and refused (success:
+        false, reason: duplicate) when it nearly repeats another drawer."""
+        from mempalace_cli.service.drawers import _check_content
+
+        if content is None and wing is None and room is None:
+            raise InvalidInputError(
+                "Nothing to change: pass content, wing or room.",
+                hint="content replaces the text; wing and room move the drawer.",
+            )
+        if content is not None:
+            _check_content(content)
+        new_wing = name_to_file(wing, "wing") if wing is not None else None
+        new_room = name_to_file(room, "room") if room is not None else None
+        p = self.drawers
+        p.require()
+        p.sync()
+        row = self._row(drawer_id)
+        text = content if content is not None else row.text
+        text_changed = text != row.text
+        if text_changed:
+            vec = p.embedder.embed([text])
+            matches = p.near_duplicates(vec[0], exclude=row.id)
+            if matches:
+                return {
+                    "success": False,
+                    "reason": "duplicate",
+                    "drawer_id": row.id,
+                    "matches": matches,
+                }
+        meta = dict(row.metadata)
+        if text_changed:
+            meta["content_hash"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        meta["updated_at"] = now_iso()
+        updated = DrawerRow(
+            row.id,
+            new_wing or row.wing,
+            new_room or row.room,
+            row.source_file,
+            row.chunk_index,
+            row.filed_at,
+            text,
+            meta,
+        )
+        with p.lock.hold():
+            self._row(drawer_id)  # still there, now that we hold the lock
+            if not text_changed:
+                got = p.store.get([row.id], include=["embeddings"])
+                vec = got["embeddings"]
+            p._file_drawers([updated], vec)
+        return {
+            "success": True,
+            "drawer_id": row.id,
+            "wing": updated.wing,
+            "room": updated.room,
+            "content_changed": text_changed,
+            "moved": (updated.wing, updated.room) != (row.wing, row.room),
+        }
+
+    def forget(
+        self,
+        drawer_ids: list[str] | None = None,
+        source: str | None = None,
+        wing: str | None = None,
+        room: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Remove drawers chosen by id, by source (a file or a folder, as mined),
+        or by wing (and room). With `dry_run`, only lists them. A mined file whose drawers are
+        all removed leaves the mining manifest too, so mining it again files it again."""
+        kinds = [drawer_ids is not None, source is not None, wing is not None or room is not None]
+        if sum(kinds) != 1:
+            raise InvalidInputError(
+                "Say what to forget: drawer ids, a source, or a wing (and room), one of them.",
+                hint="e.g. forget(drawer_ids=[...]) or forget(source='notes/a.md') or "
+                "forget(wing='myapp', room='auth').",
+            )
+        p = self.drawers
+        p.require()
+        p.sync()
+        missing: list[str] = []
+        if drawer_ids is not None:
+            wanted = _check_ids(drawer_ids)
+            found = p.catalog.get(wanted)
+            missing = [i for i in wanted if i not in found]
+            rows = [found[i] for i in wanted if i in found]
+            if not rows:
+                raise NotFoundError(
+                    f"No drawer with id {wanted[0]!r}"
+                    + (f" (nor the {len(wanted) - 1} others)" if len(wanted) > 1 else "")
+                    + "; nothing was removed.",
+                    hint=ID_HINT,
+                )
+        elif source is not None:
+            rows = self._rows_from_source(source)
+        else:
+            rows = self._rows_in_place(wing, room)
+        result: dict[str, Any] = {
+            "dry_run": bool(dry_run),
+            "removed": 0,
+            "matched": len(rows),
+            "drawers": [
+                {"id": r.id, "wing": r.wing, "room": r.room, "source_file": r.source_file}
+                for r in rows
+            ],
+        }
+        if missing:
+            result["missing"] = missing
+        if dry_run:
+            return result
+        ids = [r.id for r in rows]
+        with p.lock.hold():
+            gone = set(ids)
+            sources = sorted({r.source_file for r in rows if r.source_file})
+            emptied = [s for s in sources if set(p.catalog.drawer_ids_for_source(s)) <= gone]
+            p._remove_drawers(ids, forget_files=emptied)
+        result["removed"] = len(ids)
+        result["files_forgotten"] = emptied
+        return result
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _row(self, drawer_id: str) -> DrawerRow:
+        if not isinstance(drawer_id, str) or not drawer_id.strip():
+            raise InvalidInputError("The drawer id is empty.", hint=ID_HINT)
+        row = self.drawers.catalog.get([drawer_id]).get(drawer_id)
+        if row is None:
+            raise NotFoundError(f"No drawer with id {drawer_id!r}.", hint=ID_HINT)
+        return row
+
+    def _rows_from_source(self, source: str) -> list[DrawerRow]:
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidInputError("The source is empty.", hint="Pass a file or folder path.")
+        catalog = self.drawers.catalog
+        exact = DrawerFilter(source_file=source, source_endings=False)
+        rows = list(catalog.iter_drawers(filt=exact))
+        if not rows:  # a relative path or ~ given on the command line: try it resolved
+            resolved = str(Path(source).expanduser().resolve())
+            if resolved != source:
+                exact = DrawerFilter(source_file=resolved, source_endings=False)
+                rows = list(catalog.iter_drawers(filt=exact))
+        if not rows:
+            raise NotFoundError(
+                f"No drawers come from {source!r}; nothing was removed.",
+                hint="Use a source_file exactly as search results show it, or the folder that "
+                "was mined.",
+            )
+        return rows
+
+    def _rows_in_place(self, wing: str | None, room: str | None) -> list[DrawerRow]:
+        places = self.drawers.known_places()
+        for value, field in ((wing, "wing"), (room, "room")):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInputError(f"The {field} is empty.", hint=f"Name the {field}.")
+        wing_r = name_to_read(wing, places)
+        room_r = name_to_read(room, {r for v in places.values() for r in v})
+        rows = list(self.drawers.catalog.iter_drawers(filt=DrawerFilter(wing_r, room_r)))
+        if not rows:
+            raise NotFoundError(
+                "No drawers there; nothing was removed.",
+                hint=empty_filter_hint(wing_r, room_r, places, places, asked=(wing, room)),
+            )
+        return rows
