@@ -357,11 +357,14 @@ class DrawerOps(PalaceCore):
         the in-memory fallback). None if a filtered drawer has no vector in the catalogue."""
         # The on-disk index (vector_index.py) answers with memory and time that do not grow
         # with the palace; it is None where it can't be used (e.g. a read-only palace).
-        nearest = self.vector_index().nearest(query_vec, depth, wing, room)
+        # Date and source filters (`filt`) are not in the index: those searches read the
+        # filtered rows' vectors, exactly, as before.
+        narrow = filt is not None and filt.beyond_place
+        nearest = None if narrow else self.vector_index().nearest(query_vec, depth, wing, room)
         if nearest is not None:
             distances.update(nearest)
             return [(i, d, "", {}) for i, d in nearest]
-        return self._catalog_vector_hits_in_memory(query_vec, depth, wing, room, distances)
+        return self._catalog_vector_hits_in_memory(query_vec, depth, wing, room, distances, filt)
 
     def vector_index(self) -> VectorIndex:
         """The palace's vector index, bound to the current catalogue connection."""
@@ -377,6 +380,7 @@ class DrawerOps(PalaceCore):
         wing: str | None,
         room: str | None,
         distances: dict[str, float],
+        filt: DrawerFilter | None = None,
     ) -> list[tuple[str, float, str, dict[str, Any]]] | None:
         """Exact cosine over every filtered catalogue vector, read into memory."""
         import numpy as np
