@@ -17,6 +17,7 @@ from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
 from mempalace_cli.store import where_filter
 from mempalace_cli.textsafe import clean_text
+from mempalace_cli.vector_index import VectorIndex
 
 MAX_RESULTS = 100
 MAX_DRAWER_CHARS = 100_000
@@ -35,6 +36,13 @@ def _cosine(a: Any, b: Any) -> float:
 
     a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
     return float(a @ b / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12))
+
+
+def _unit(vec: Any) -> Any:
+    import numpy as np
+
+    v = np.asarray(vec, dtype=np.float32).reshape(-1)
+    return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
 def _similarity(distance: float) -> float:
@@ -215,6 +223,10 @@ class DrawerOps(PalaceCore):
         for drawer_id in [i for i in missing if i in all_distances]:
             distances[drawer_id] = all_distances[drawer_id]
         missing = [i for i in missing if i not in distances]
+        if missing and from_catalog:  # lexical-only results: their vectors are in the catalogue
+            unit = _unit(query_vec)
+            distances.update(self.vector_index().exact_distances(unit, missing, column="id"))
+            missing = [i for i in missing if i not in distances]
         if missing:
             got = self.store.get(missing, include=["embeddings"])
             for drawer_id, emb in zip(got["ids"], got["embeddings"], strict=True):
@@ -363,9 +375,37 @@ class DrawerOps(PalaceCore):
         distances: dict[str, float],
         filt: DrawerFilter | None = None,
     ) -> list[tuple[str, float, str, dict[str, Any]]] | None:
-        """The `depth` nearest drawers by exact cosine distance over the catalogue's vectors
-        (as Chroma's cosine space measures it); fills `distances` for every filtered drawer.
-        None if a filtered drawer has no vector in the catalogue."""
+        """The `depth` nearest drawers by cosine distance (as Chroma's cosine space measures
+        it) over the catalogue's vectors; fills `distances` for those (every filtered drawer on
+        the in-memory fallback). None if a filtered drawer has no vector in the catalogue."""
+        # The on-disk index (vector_index.py) answers with memory and time that do not grow
+        # with the palace; it is None where it can't be used (e.g. a read-only palace).
+        # Date and source filters (`filt`) are not in the index: those searches read the
+        # filtered rows' vectors, exactly, as before.
+        narrow = filt is not None and filt.beyond_place
+        nearest = None if narrow else self.vector_index().nearest(query_vec, depth, wing, room)
+        if nearest is not None:
+            distances.update(nearest)
+            return [(i, d, "", {}) for i, d in nearest]
+        return self._catalog_vector_hits_in_memory(query_vec, depth, wing, room, distances, filt)
+
+    def vector_index(self) -> VectorIndex:
+        """The palace's vector index, bound to the current catalogue connection."""
+        index = getattr(self, "_vector_index", None)
+        if index is None or index.conn is not self.catalog.conn:
+            index = self._vector_index = VectorIndex(self.path, self.catalog.conn)
+        return index
+
+    def _catalog_vector_hits_in_memory(
+        self,
+        query_vec: Any,
+        depth: int,
+        wing: str | None,
+        room: str | None,
+        distances: dict[str, float],
+        filt: DrawerFilter | None = None,
+    ) -> list[tuple[str, float, str, dict[str, Any]]] | None:
+        """Exact cosine over every filtered catalogue vector, read into memory."""
         import numpy as np
 
         # A long-lived process (MCP server, benchmarks) keeps the last matrix read, normalised,

@@ -1,0 +1,431 @@
+"""An on-disk vector index that a fresh process opens instead of reading every vector.
+
+Why it exists: ranking the vector side of a search from the catalogue's float32 blobs means
+reading every drawer's vector into memory (about 4.7 KB of memory per drawer, 729 MB and 1.5 s
+at 100,000 drawers). This index keeps, per drawer, 384 int8 codes of its unit vector plus a
+float32 scale (388 bytes), its catalogue rowid (8) and a wing/room group code (4): 400 bytes
+per drawer, a quarter of a float32 copy. A search streams the codes in fixed-size blocks (memory
+does not grow with the palace), keeps the best `RESCORE_FACTOR` x depth candidates by the int8
+score, and ranks those exactly by cosine on their float32 vectors from the catalogue: the
+distances it returns are exact and the top results equal exact ranking unless a true neighbour
+falls out of the int8 candidate pool (benchmarks/scale.py measures recall@10 against exact).
+
+How it stays in step with the catalogue, by content and not by a count: triggers on the
+catalogue's `drawers` table append (rowid, op) to `vector_log`, whose AUTOINCREMENT sequence
+number only grows. The index header records the last sequence number it applied and a token
+naming the catalogue it was built from. Every search reads the log's last sequence number; if
+it moved, the searching process applies exactly the rows the log names (tombstones the old
+positions, appends the current rows) before ranking. Any process's write is therefore visible
+to the next search, whichever process makes it, and a catalogue rebuilt from scratch (a new
+token) rebuilds the index.
+
+Files, all in <palace>/vector_index/: header.json (replaced atomically), codes/scales/rowids/
+groups.<epoch> (appended; a compaction writes a new epoch), and a lock file (flock: one updater
+at a time; readers share it).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+INDEX_DIR = "vector_index"
+FORMAT = 1
+TOKEN_META = "vector_log_token"
+BLOCK_ROWS = 8192  # rows scored per block: ~3 MB of codes, ~12 MB as float32
+RESCORE_FACTOR = 4  # int8 candidates kept per result wanted, then ranked exactly
+MIN_RESCORE = 200
+FETCH_ROWS = 5000  # catalogue rows read per batch while building
+LOG_TRIM_AT = 20000  # log rows kept before the updater trims what it has applied
+# "0" turns the index off (search reads every catalogue vector, as before it existed): for
+# benchmarks/scale.py to compare both paths in one run, and as an escape hatch.
+SWITCH_ENV = "MEMPALACE_VECTOR_INDEX"
+
+_LOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vector_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, row INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS vector_log_ai AFTER INSERT ON drawers BEGIN
+    INSERT INTO vector_log(row) VALUES (new.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS vector_log_ad AFTER DELETE ON drawers BEGIN
+    INSERT INTO vector_log(row) VALUES (old.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS vector_log_au AFTER UPDATE OF embedding, wing, room ON drawers BEGIN
+    INSERT INTO vector_log(row) VALUES (old.rowid);
+    INSERT INTO vector_log(row) VALUES (new.rowid);
+END;
+"""
+
+
+@dataclass
+class Header:
+    token: str
+    seq: int
+    epoch: int
+    dim: int
+    n: int  # rows written, tombstones included
+    live: int
+    groups: list[list[str]] = field(default_factory=list)  # code -> [wing, room]
+
+    def to_json(self) -> str:
+        return json.dumps({"format": FORMAT, **self.__dict__}, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Header | None:
+        try:
+            data = json.loads(text)
+            if data.pop("format", None) != FORMAT:
+                return None
+            return cls(**data)
+        except (ValueError, TypeError):
+            return None
+
+
+_PARTS = {"codes": "i1", "scales": "f4", "rowids": "i8", "groups": "i4"}
+
+
+class VectorIndex:
+    """The vector index of one palace, kept beside its catalogue connection."""
+
+    def __init__(self, palace_path: Path, conn: sqlite3.Connection) -> None:
+        self.dir = palace_path / INDEX_DIR
+        self.conn = conn
+        self._memory: tuple[tuple[int, int, int], dict[str, Any]] | None = None
+
+    # -- public ------------------------------------------------------------------------------
+    def nearest(
+        self, query_vec: Any, depth: int, wing: str | None = None, room: str | None = None
+    ) -> list[tuple[str, float]] | None:
+        """The `depth` nearest drawers in wing/room as [(id, cosine distance)], best first;
+        None when the index can't be used here (read-only palace, rows without vectors): the
+        caller ranks another way."""
+        import numpy as np
+
+        if os.environ.get(SWITCH_ENV, "1") == "0":
+            return None
+        try:
+            header = self.current()
+        except (OSError, sqlite3.Error):
+            return None
+        if header is None:
+            return None
+        q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        with self._locked(fcntl.LOCK_SH):
+            header = self._read_header() or header
+            scores, rowids = self._approx_scores(header, q, wing, room)
+        if scores is None or not len(scores):
+            return []
+        pool = min(len(scores), max(depth * RESCORE_FACTOR, MIN_RESCORE))
+        best = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else None
+        best = best if best is not None else np.arange(len(scores))
+        best = best[np.isfinite(scores[best])]
+        exact = self.exact_distances(q, [int(r) for r in rowids[best]])
+        ranked = sorted(exact, key=lambda x: (x[1], x[0]))
+        return ranked[:depth]
+
+    def exact_distances(
+        self, q: Any, keys: list[Any], column: str = "rowid"
+    ) -> list[tuple[str, float]]:
+        """Exact cosine distances of `q` (unit) to the catalogue rows whose `column` (rowid
+        or id) is in `keys`, read from their float32 vectors."""
+        import numpy as np
+
+        out: list[tuple[str, float]] = []
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT id, embedding FROM drawers WHERE {column} IN ({marks}) "
+                "AND embedding IS NOT NULL",
+                part,
+            ).fetchall()
+            if not rows:
+                continue
+            mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+                len(rows), -1
+            )
+            sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
+            out.extend((r[0], float(1.0 - s)) for r, s in zip(rows, sims.tolist(), strict=True))
+        return out
+
+    def current(self) -> Header | None:
+        """The header, brought up to the catalogue's last change first (building the index
+        when there is none or it names another catalogue)."""
+        token, last = self._log_position()
+        header = self._read_header()
+        if header is not None and header.token == token and header.seq == last:
+            return header
+        with self._locked(fcntl.LOCK_EX):
+            header = self._read_header()
+            token, last = self._log_position()
+            if header is None or header.token != token:
+                return self._build(token)
+            if header.seq == last:
+                return header
+            return self._apply(header)
+
+    # -- bringing it up to date ---------------------------------------------------------------
+    def _log_position(self) -> tuple[str, int]:
+        """(catalogue token, last log sequence number), creating the log on first use."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (TOKEN_META,)).fetchone()
+        has_log = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'vector_log_au'"
+        ).fetchone()
+        if row is None or has_log is None:
+            self.conn.commit()
+            self.conn.executescript(
+                "BEGIN IMMEDIATE;" + _LOG_SCHEMA + f"INSERT OR IGNORE INTO meta(key, value) VALUES "
+                f"('{TOKEN_META}', '{secrets.token_hex(8)}');COMMIT;"
+            )
+            row = self.conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (TOKEN_META,)
+            ).fetchone()
+        last = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0]
+        return row[0], int(last)
+
+    def _build(self, token: str, epoch: int | None = None) -> Header | None:
+        """Write a new epoch from every catalogue row, in one read snapshot of the catalogue."""
+        import numpy as np
+
+        self.dir.mkdir(exist_ok=True)
+        old = self._read_header()
+        epoch = (old.epoch + 1) if old is not None else 0
+        header = Header(token=token, seq=0, epoch=epoch, dim=0, n=0, live=0)
+        groups: dict[tuple[str, str], int] = {}
+        files = {p: open(self._part(p, epoch), "wb") for p in _PARTS}  # noqa: SIM115
+        try:
+            with _snapshot(self.conn):
+                header.seq = int(
+                    self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0]
+                )
+                cur = self.conn.execute(
+                    "SELECT rowid, wing, room, embedding FROM drawers ORDER BY rowid"
+                )
+                while rows := cur.fetchmany(FETCH_ROWS):
+                    if any(r[3] is None for r in rows):
+                        return None  # a row without its vector: not ours to rank
+                    self._write_rows(header, files, rows, groups, np)
+        finally:
+            for f in files.values():
+                f.close()
+        header.groups = [list(g) for g in groups]
+        self._write_header(header)
+        if old is not None and old.epoch != epoch:
+            for p in _PARTS:
+                self._part(p, old.epoch).unlink(missing_ok=True)
+        self._memory = None
+        self._trim_log(header.seq)
+        return header
+
+    def _apply(self, header: Header) -> Header | None:
+        """Apply the log entries after header.seq: tombstone the rows they name, append the
+        current version of those that still exist."""
+        import numpy as np
+
+        groups = {(g[0], g[1]): i for i, g in enumerate(header.groups)}
+        with _snapshot(self.conn):
+            last = int(
+                self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0]
+            )
+            touched = sorted(
+                {
+                    r[0]
+                    for r in self.conn.execute(
+                        "SELECT row FROM vector_log WHERE seq > ? AND seq <= ?", (header.seq, last)
+                    )
+                }
+            )
+            if len(touched) > max(header.live // 2, 50_000):  # a rebuild is cheaper
+                fresh = None
+            else:
+                fresh = []
+                for start in range(0, len(touched), 500):
+                    part = touched[start : start + 500]
+                    marks = ",".join("?" * len(part))
+                    fresh.extend(
+                        self.conn.execute(
+                            f"SELECT rowid, wing, room, embedding FROM drawers "
+                            f"WHERE rowid IN ({marks}) ORDER BY rowid",
+                            part,
+                        ).fetchall()
+                    )
+        if fresh is None or any(r[3] is None for r in fresh):
+            return self._build(header.token)
+        if header.n:
+            ids = np.memmap(self._part("rowids", header.epoch), dtype="i8", mode="r+")
+            view = ids[: header.n]
+            gone = np.nonzero(np.isin(view, np.asarray(touched, dtype=np.int64)))[0]
+            view[gone] = -1
+            ids.flush()
+            header.live -= len(gone)
+            del ids, view
+        files = {p: open(self._part(p, header.epoch), "r+b") for p in _PARTS}  # noqa: SIM115
+        try:
+            for p, f in files.items():
+                f.seek(header.n * self._row_bytes(p, header.dim))
+                f.truncate()
+            self._write_rows(header, files, fresh, groups, np)
+        finally:
+            for f in files.values():
+                f.close()
+        header.seq = last
+        header.groups = [list(g) for g in groups]
+        if header.n > 1000 and header.live < header.n * 0.75:  # mostly tombstones: compact
+            return self._build(header.token)
+        self._write_header(header)
+        self._trim_log(last)
+        return header
+
+    def _write_rows(self, header: Header, files: dict, rows: list, groups: dict, np: Any) -> None:
+        if not rows:
+            return
+        mat = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        if header.dim == 0:
+            header.dim = mat.shape[1]
+        unit = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
+        scale = np.maximum(np.abs(unit).max(axis=1), 1e-12) / 127.0
+        codes = np.rint(unit / scale[:, None]).astype(np.int8)
+        codes_of = [groups.setdefault((r[1], r[2]), len(groups)) for r in rows]
+        files["codes"].write(codes.tobytes())
+        files["scales"].write(scale.astype(np.float32).tobytes())
+        files["rowids"].write(np.asarray([r[0] for r in rows], dtype=np.int64).tobytes())
+        files["groups"].write(np.asarray(codes_of, dtype=np.int32).tobytes())
+        header.n += len(rows)
+        header.live += len(rows)
+
+    def _trim_log(self, applied: int) -> None:
+        """Drop log rows already applied, when there are many; skipped if a writer is busy."""
+        try:
+            first = self.conn.execute("SELECT MIN(seq) FROM vector_log").fetchone()[0]
+            if first is None or applied - first < LOG_TRIM_AT:
+                return
+            self.conn.execute("PRAGMA busy_timeout = 100")
+            with self.conn:
+                self.conn.execute("DELETE FROM vector_log WHERE seq <= ?", (applied,))
+        except sqlite3.OperationalError:
+            pass
+        finally:
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+
+    # -- ranking ------------------------------------------------------------------------------
+    def _approx_scores(
+        self, header: Header, q: Any, wing: str | None, room: str | None
+    ) -> tuple[Any, Any]:
+        """int8 cosine estimates for every live row in wing/room (others -inf), and rowids."""
+        import numpy as np
+
+        n, dim = header.n, header.dim
+        if n == 0:
+            return None, None
+        arrays = self._small_arrays(header)
+        rowids, groups, scales = arrays["rowids"], arrays["groups"], arrays["scales"]
+        wanted = [
+            i
+            for i, (w, r) in enumerate(header.groups)
+            if (wing is None or w == wing) and (room is None or r == room)
+        ]
+        keep = rowids >= 0
+        if wing is not None or room is not None:
+            keep &= np.isin(groups, np.asarray(wanted, dtype=np.int32))
+        scores = np.full(n, -np.inf, dtype=np.float32)
+        if not keep.any():
+            return scores[:0], rowids[:0]
+        codes = arrays.get("codes")  # kept in memory by a long-lived process
+        buf = np.empty((BLOCK_ROWS, dim), dtype=np.int8)
+        with open(self._part("codes", header.epoch), "rb") as f:
+            for start in range(0, n, BLOCK_ROWS):
+                stop = min(n, start + BLOCK_ROWS)
+                if not keep[start:stop].any():
+                    continue
+                if codes is not None:
+                    block = codes[start:stop]
+                else:
+                    f.seek(start * dim)
+                    block = buf[: stop - start]
+                    f.readinto(memoryview(block).cast("B"))
+                # einsum, not `@`: a matrix-vector product through multi-threaded BLAS spins
+                # its threads (5x the CPU on a busy machine), and einsum reads int8 directly.
+                scores[start:stop] = np.einsum("ij,j->i", block, q) * scales[start:stop]
+        scores[~keep] = -np.inf
+        return scores, rowids
+
+    def _small_arrays(self, header: Header) -> dict[str, Any]:
+        """rowids, groups and scales (16 bytes a drawer) of the first header.n rows. A
+        long-lived process keeps them, and the codes, while the header stays the same."""
+        import numpy as np
+
+        key = (header.epoch, header.n, header.seq)
+        if self._memory is not None and self._memory[0] == key:
+            return self._memory[1]
+        out = {
+            p: np.fromfile(self._part(p, header.epoch), dtype=_PARTS[p], count=header.n)
+            for p in ("rowids", "groups", "scales")
+        }
+        self._memory = (key, out)
+        return out
+
+    def keep_in_memory(self) -> None:
+        """For long-lived processes (MCP server, benchmarks' warm search): also keep the codes
+        in memory (dim bytes a drawer) instead of reading them per search."""
+        import numpy as np
+
+        header = self.current()
+        if header is None:
+            return
+        arrays = self._small_arrays(header)
+        if "codes" not in arrays and header.n:
+            arrays["codes"] = np.fromfile(
+                self._part("codes", header.epoch), dtype=np.int8, count=header.n * header.dim
+            ).reshape(header.n, header.dim)
+
+    # -- files --------------------------------------------------------------------------------
+    def _part(self, name: str, epoch: int) -> Path:
+        return self.dir / f"{name}.{epoch}"
+
+    @staticmethod
+    def _row_bytes(part: str, dim: int) -> int:
+        return dim if part == "codes" else {"f4": 4, "i8": 8, "i4": 4}[_PARTS[part]]
+
+    def _read_header(self) -> Header | None:
+        try:
+            return Header.from_json((self.dir / "header.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+
+    def _write_header(self, header: Header) -> None:
+        tmp = self.dir / "header.json.tmp"
+        tmp.write_text(header.to_json(), encoding="utf-8")
+        os.replace(tmp, self.dir / "header.json")
+
+    @contextmanager
+    def _locked(self, mode: int) -> Iterator[None]:
+        self.dir.mkdir(exist_ok=True)
+        with open(self.dir / "lock", "a+b") as f:
+            fcntl.flock(f, mode)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def disk_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.dir.glob("*") if p.is_file())
+
+
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: every SELECT inside sees the same state of the catalogue."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")

@@ -1,0 +1,180 @@
+"""The on-disk vector index (vector_index.py): its ranking equals exact cosine ranking over every
+catalogue vector, and a write made by any process (this one, another CLI process, a rebuild of
+the catalogue) is visible to the very next search, in a long-lived process and a fresh one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mempalace_cli.catalog import CATALOG_FILE
+from mempalace_cli.embedder import Embedder
+from mempalace_cli.service import open_palace
+from mempalace_cli.vector_index import INDEX_DIR
+
+QUERIES = [
+    "backup schedule",
+    "who owns the roadmap",
+    "database migration",
+    "quarterly planning meeting",
+    "how do we deploy",
+]
+
+
+@pytest.fixture
+def palace(mined_notes: dict, tmp_path: Path) -> Path:
+    dest = tmp_path / "palace"
+    shutil.copytree(mined_notes["palace"], dest)
+    shutil.rmtree(dest / INDEX_DIR, ignore_errors=True)
+    p = open_palace(str(dest))
+    p.sync(restamp=True)
+    p.close()
+    return dest
+
+
+def exact_top(p: Any, query_vec: Any, k: int, wing: str | None = None) -> list[tuple[str, float]]:
+    """Exact cosine ranking over every catalogue vector (the reference)."""
+    ids, matrix = p.catalog.vectors(wing, None)
+    q = np.asarray(query_vec, dtype=np.float32)
+    q /= np.linalg.norm(q)
+    unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    dist = 1.0 - unit @ q
+    order = np.argsort(dist, kind="stable")[:k]
+    return [(ids[i], float(dist[i])) for i in order]
+
+
+def cli(palace: Path, home: Path, *args: str) -> Any:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mempalace_cli", "--palace", str(palace), *args, "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMPALACE_HOME": str(home)},
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_index_ranking_equals_exact_ranking(palace: Path, embedder: Embedder) -> None:
+    p = open_palace(str(palace))
+    assert p.catalog.count() > 20
+    for query in QUERIES:
+        vec = embedder.embed([query])[0]
+        for wing in (None, "notes"):
+            got = p.vector_index().nearest(vec, 10, wing=wing)
+            want = exact_top(p, vec, 10, wing=wing)
+            assert got is not None
+            assert [i for i, _ in got] == [i for i, _ in want], (query, wing)
+            assert np.allclose([d for _, d in got], [d for _, d in want], atol=1e-5)
+    # The index was built on disk, and the service's search used it (same top ids).
+    assert (palace / INDEX_DIR / "header.json").exists()
+    vec = embedder.embed([QUERIES[0]])[0]
+    hits = p.search(QUERIES[0], mode="vector", limit=10)["results"]
+    assert [h["drawer_id"] for h in hits] == [i for i, _ in exact_top(p, vec, 10)]
+    p.close()
+
+
+def test_a_write_by_another_process_is_visible_to_the_next_search(
+    palace: Path, home: Path, embedder: Embedder
+) -> None:
+    server = open_palace(str(palace))  # a long-lived process, e.g. the MCP server
+    text = "The quokka sanctuary opens its night tours on Thursdays."
+    before = server.search("quokka night tours", mode="vector", limit=3)["results"]
+    assert all(r["text"] != text for r in before)
+
+    script = (
+        "import sys; from mempalace_cli.service import open_palace; "
+        "p = open_palace(sys.argv[1]); "
+        "print(p.add_drawer('zoo', 'animals', sys.argv[2])['drawer_id'])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(palace), text],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMPALACE_HOME": str(home)},
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    drawer_id = proc.stdout.strip()
+
+    warm = server.search("quokka night tours", mode="vector", limit=3)["results"]
+    assert warm[0]["drawer_id"] == drawer_id
+    fresh = cli(palace, home, "search", "quokka night tours", "--mode", "vector", "-n", "3")
+    assert fresh["results"][0]["drawer_id"] == drawer_id
+    assert fresh["results"][0]["similarity"] == warm[0]["similarity"]
+
+    # Deleted by yet another process: gone from the next search on both paths.
+    script = (
+        "import sys; from mempalace_cli.service import open_palace; "
+        "open_palace(sys.argv[1]).delete_drawer(sys.argv[2])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(palace), drawer_id],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMPALACE_HOME": str(home)},
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warm = server.search("quokka night tours", mode="vector", limit=10)["results"]
+    assert drawer_id not in [r["drawer_id"] for r in warm]
+    fresh = cli(palace, home, "search", "quokka night tours", "--mode", "vector", "-n", "10")
+    assert drawer_id not in [r["drawer_id"] for r in fresh["results"]]
+    vec = embedder.embed(["quokka night tours"])[0]
+    assert [r["drawer_id"] for r in warm] == [i for i, _ in exact_top(server, vec, 10)]
+    server.close()
+
+
+def test_a_catalogue_rebuilt_from_chroma_rebuilds_the_index(
+    palace: Path, home: Path, embedder: Embedder
+) -> None:
+    p = open_palace(str(palace))
+    vec = embedder.embed(["backup schedule"])[0]
+    first = p.vector_index().nearest(vec, 5)
+    token = json.loads((palace / INDEX_DIR / "header.json").read_text())["token"]
+    p.close()
+    # The catalogue is lost and rebuilt from Chroma: new rowids, a new log, a new token.
+    (palace / CATALOG_FILE).rename(palace / (CATALOG_FILE + ".bad"))
+    result = cli(palace, home, "search", "backup schedule", "--mode", "vector", "-n", "5")
+    assert [r["drawer_id"] for r in result["results"]] == [i for i, _ in first]
+    # That search rebuilt the catalogue through Chroma; the next one ranks from the index,
+    # which notices the new catalogue and rebuilds from it.
+    again = cli(palace, home, "search", "backup schedule", "--mode", "vector", "-n", "5")
+    assert again["results"] == result["results"]
+    header = json.loads((palace / INDEX_DIR / "header.json").read_text())
+    assert header["token"] != token
+    p = open_palace(str(palace))
+    assert header["live"] == p.catalog.count()
+    now = p.vector_index().nearest(vec, 5)
+    assert [i for i, _ in now] == [i for i, _ in first]
+    assert [d for _, d in now] == pytest.approx([d for _, d in first], abs=1e-6)
+    p.close()
+
+
+def test_many_writes_compact_the_index_and_keep_it_exact(palace: Path, embedder: Embedder) -> None:
+    p = open_palace(str(palace))
+    texts = [
+        f"Note {i}: the ferry to island {i} leaves at {i % 12 + 1} o'clock." for i in range(60)
+    ]
+    p.add_drawers([{"wing": "ferries", "room": "times", "content": t} for t in texts])
+    vec = embedder.embed(["ferry timetable to the island"])[0]
+    assert [i for i, _ in p.vector_index().nearest(vec, 10)] == [
+        i for i, _ in exact_top(p, vec, 10)
+    ]
+    # Replace most of them: tombstones pile up, the next search compacts or appends.
+    ids = [i for i, _ in exact_top(p, vec, 200, wing="ferries")]
+    for drawer_id in ids[:50]:
+        p.delete_drawer(drawer_id)
+    got = p.vector_index().nearest(vec, 10)
+    assert [i for i, _ in got] == [i for i, _ in exact_top(p, vec, 10)]
+    header = json.loads((palace / INDEX_DIR / "header.json").read_text())
+    assert header["live"] == p.catalog.count()
+    p.close()
