@@ -18,7 +18,7 @@ from mempalace_cli.catalog import CATALOG_FILE
 from mempalace_cli.config import resolve_settings
 from mempalace_cli.kg import KG_FILE, KnowledgeGraph
 from mempalace_cli.migrate import VECTOR_TOLERANCE
-from mempalace_cli.store import DrawerStore
+from mempalace_cli.service import Palace
 from tests.conftest import NOTES
 from tests.team_support import shared_server, unique_database
 from tests.test_mcp_support import mempalace_command
@@ -57,7 +57,8 @@ def _ok(home: Path, database: str, *args: Any, **extra: str) -> Any:
 
 def _drawers(palace: Path) -> dict[str, tuple[str, dict[str, Any], Any]]:
     """Every drawer of an embedded palace: id -> (text, metadata, vector)."""
-    store = DrawerStore(palace)
+    owner = Palace(resolve_settings(str(palace)))  # the store with the palace's model record
+    store = owner.store
     out = {}
     for page in store.iter_all(("documents", "metadatas", "embeddings")):
         for i, d, m, v in zip(
@@ -65,6 +66,7 @@ def _drawers(palace: Path) -> dict[str, tuple[str, dict[str, Any], Any]]:
         ):
             out[i] = (d, m, np.asarray(v, dtype=np.float32))
     store.reset_handle()
+    owner.close()
     return out
 
 
