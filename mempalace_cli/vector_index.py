@@ -119,6 +119,8 @@ class VectorIndex:
         if header is None:
             return None
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if header.dim and q.shape[0] != header.dim:
+            return None  # a query from another model than the palace's vectors: not ours
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         with self._locked(fcntl.LOCK_SH):
             header = self._read_header() or header
@@ -214,6 +216,8 @@ class VectorIndex:
                 while rows := cur.fetchmany(FETCH_ROWS):
                     if any(r[3] is None for r in rows):
                         return None  # a row without its vector: not ours to rank
+                    if not _one_dimension(rows, header.dim):
+                        return None  # vectors of two models (mid-switch): not ours to rank
                     self._write_rows(header, files, rows, groups, np)
         finally:
             for f in files.values():
@@ -260,6 +264,10 @@ class VectorIndex:
                         ).fetchall()
                     )
         if fresh is None or any(r[3] is None for r in fresh):
+            return self._build(header.token)
+        if header.dim and not _one_dimension(fresh, header.dim):
+            # The palace switched models (`reembed`): vectors of another dimension can't be
+            # appended to these codes, so the index is built again from the new vectors.
             return self._build(header.token)
         if header.n:
             ids = np.memmap(self._part("rowids", header.epoch), dtype="i8", mode="r+")
@@ -419,6 +427,13 @@ class VectorIndex:
 
     def disk_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.dir.glob("*") if p.is_file())
+
+
+def _one_dimension(rows: list, dim: int) -> bool:
+    """Every row's vector (column 3, float32 bytes) has `dim` components (any one dimension
+    when `dim` is 0)."""
+    sizes = {len(r[3]) for r in rows}
+    return len(sizes) <= 1 and (not dim or sizes <= {dim * 4})
 
 
 @contextmanager

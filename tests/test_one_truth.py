@@ -260,10 +260,11 @@ BULK_SCRIPT = textwrap.dedent(
     """
     import sys, chromadb, numpy as np
     col = chromadb.PersistentClient(path=sys.argv[1]).get_collection(sys.argv[2])
+    dim = len(col.get(limit=1, include=["embeddings"])["embeddings"][0])  # the palace's model
     rng = np.random.default_rng(7)
     for start in range(0, 1100, 100):
         ids = [f"drawer_far_general_{i:05}" for i in range(start, start + 100)]
-        col.add(ids=ids, embeddings=rng.random((100, 384)).astype("float32"),
+        col.add(ids=ids, embeddings=rng.random((100, dim)).astype("float32"),
                 documents=[f"Far note {i} about tide tables." for i in range(start, start + 100)],
                 metadatas=[{"wing": "far", "room": "general"}] * 100)
     """

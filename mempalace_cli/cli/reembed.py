@@ -120,7 +120,10 @@ def reembed(
 def models(
     ctx: typer.Context, json_output: bool = typer.Option(False, "--json", help=JSON_HELP)
 ) -> None:
-    """List the embedding models, and which one this palace and new palaces use."""
+    """List the embedding models, and which one this palace and new palaces use.
+
+    Example: mempalace models --json
+    """
     env = get_env(ctx)
     report = env.palace().embedding_models()
     if json_output:

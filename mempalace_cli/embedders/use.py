@@ -42,9 +42,15 @@ class UseEmbedder(Embedder):
             return np.zeros((0, self.dimension), dtype=np.float32)
         self.ensure_loaded()
         cut = [utf8_safe(t[:MAX_CHARS]) for t in texts]
+        # The model's rows depend slightly on their place in the batch, so equal texts (a lone
+        # surrogate and its U+FFFD, a drawer mined twice) are embedded once and share one row.
+        unique = list(dict.fromkeys(cut))
         with self._lock:
-            out = self._model.encode(cut)
-        return np.ascontiguousarray(out, dtype=np.float32)
+            out = np.ascontiguousarray(self._model.encode(unique), dtype=np.float32)
+        if len(unique) == len(cut):
+            return out
+        row = {text: i for i, text in enumerate(unique)}
+        return np.ascontiguousarray(out[[row[t] for t in cut]])
 
 
 def _load() -> Any:

@@ -137,6 +137,11 @@ class PalaceCore:
                 name = self.catalog.get_meta(COLLECTION_META) or COLLECTION_NAME
                 return Binding(recorded, name, "recorded", generation)
             if self.catalog.count():
+                # No record, yet drawers: a catalogue from before model records (MiniLM), or
+                # one rebuilt from Chroma, whose collection records the model it holds.
+                found = self._recorded_collection()
+                if found is not None and found.model != MODEL_NAME:
+                    return Binding(found.model, found.collection, found.origin, generation)
                 return Binding(MODEL_NAME, COLLECTION_NAME, "legacy", generation)
         if not local or self.store.has_local_data():
             found = active_collection(drawer_collections(self.store.client))
@@ -144,6 +149,15 @@ class PalaceCore:
                 b = binding_from_collection(*found)
                 return Binding(b.model, b.collection, b.origin, generation)
         return Binding(default_model(self.settings), COLLECTION_NAME, "new", generation)
+
+    def _recorded_collection(self) -> Binding | None:
+        """The embedded store's active drawer collection, when it records its model."""
+        if not self.store.has_local_data():
+            return None
+        found = active_collection(drawer_collections(self.store.client))
+        if found is None or not found[1].get(MODEL_META):
+            return None
+        return binding_from_collection(*found)
 
     def _store_binding(self) -> tuple[str, str, int]:
         b = self.binding()
