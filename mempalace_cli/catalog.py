@@ -460,10 +460,14 @@ def _setup(conn: sqlite3.Connection) -> None:
     _migrate(conn)
     _ensure_keyword_index(conn)
     conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (VECTORS_META,))
-    conn.execute(
-        "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
-        (str(SCHEMA_VERSION),),
-    )
+    # Only when it differs: REPLACE rewrites the row even with the same value, so a palace
+    # that is only read (search, export, migrate's source) would change on disk.
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None or row[0] != str(SCHEMA_VERSION):
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from mempalace_cli.catalog import CATALOG_FILE
 from mempalace_cli.config import resolve_settings
+from mempalace_cli.embedder import MODEL_NAME, get_embedder
 from mempalace_cli.kg import KG_FILE, KnowledgeGraph
 from mempalace_cli.migrate import VECTOR_TOLERANCE
 from mempalace_cli.service import Palace
@@ -202,7 +203,7 @@ def test_migrate_resumes_after_being_killed_half_way(
     assert verified["source"] == verified["target"] and verified["target"]["count"] == total
 
 
-def _mempalace3_palace(base: Path, embedder: Any) -> tuple[Path, Path]:
+def _mempalace3_palace(base: Path) -> tuple[Path, Path]:
     """A palace as MemPalace 3.x leaves it: its Chroma collection (default embedding function
     registered) in the palace folder, and its knowledge graph file elsewhere, with its own
     column names (source_closet, extracted_at)."""
@@ -217,7 +218,8 @@ def _mempalace3_palace(base: Path, embedder: Any) -> tuple[Path, Path]:
     ]
     col.add(
         ids=["drawer_proj_decisions_0", "drawer_proj_people_1"],
-        embeddings=embedder.embed(texts).tolist(),
+        # MemPalace 3.x embeds with all-MiniLM-L6-v2 (384-d), not with our default model.
+        embeddings=get_embedder(MODEL_NAME).embed(texts).tolist(),
         documents=texts,
         metadatas=[
             {"wing": "proj", "room": room, "source_file": f"/notes/{i}.md", "chunk_index": 0}
@@ -252,7 +254,7 @@ def test_a_mempalace_3_palace_moves_to_the_server(
 ) -> None:
     home, database = tmp_path / "home", unique_database()
     home.mkdir()
-    palace, kg = _mempalace3_palace(tmp_path, embedder)
+    palace, kg = _mempalace3_palace(tmp_path)
     moved = _ok(home, database, "--palace", palace, "migrate", "--to", server_url, "--kg", kg)
     assert moved["drawers"]["total"] == 2 and moved["facts"]["copied"] == 1
     remote = ("--palace", tmp_path / "desk", "--chroma-url", server_url)

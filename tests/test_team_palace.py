@@ -80,7 +80,8 @@ def test_a_second_machine_sees_drawers_facts_and_diary(
     assert [(f["subject"], f["predicate"], f["object"]) for f in facts["facts"]] == [
         ("Quokkafjord", "stored_in", "Frankfurt DC")
     ]
-    before = b.json("kg", "query", "quokkafjord", "--as-of", "2025-12-31")
+    # Dates that leave nothing are "not found" (exit 4), with the empty result in the JSON.
+    before = b.json("kg", "query", "quokkafjord", "--as-of", "2025-12-31", expect=4)
     assert before["facts"] == []
     diary = b.json("diary", "read", "ops-agent")
     assert [e["content"] for e in diary["entries"]] == [
@@ -177,5 +178,5 @@ def test_facts_recorded_on_two_machines_converge(team: tuple[Machine, Machine]) 
     assert timeline["count"] == 1
     a.json("kg", "invalidate", "Harbor", "hosted_on", "Hetzner", "--ended", "2026-09-01")
     assert b.json("kg", "query", "Harbor", "--as-of", "2026-08-31")["count"] == 1
-    assert b.json("kg", "query", "Harbor", "--as-of", "2026-09-02")["count"] == 0
+    assert b.json("kg", "query", "Harbor", "--as-of", "2026-09-02", expect=4)["count"] == 0
     assert b.json("kg", "stats")["expired_facts"] == 1
