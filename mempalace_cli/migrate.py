@@ -222,6 +222,7 @@ def migrate_palace(
     local = Palace(local_settings)
     remote = Palace(server_settings)
     try:
+        _adopt_source_model(*((local, remote) if to_url else (remote, local)))
         local_end = _local_end(local, kg_file)
         remote_end = _server_end(remote, opts)
         source, target = (local_end, remote_end) if to_url else (remote_end, local_end)
@@ -231,6 +232,19 @@ def migrate_palace(
     finally:
         local.close()
         remote.close()
+
+
+def _adopt_source_model(source: Any, target: Any) -> None:
+    """A target with nothing filed yet takes the source's model and collection: the copied
+    vectors are the source's, so its own default model (perhaps another size) would refuse
+    them, and search there would embed queries with the wrong model."""
+    from mempalace_cli.service.models import Binding
+
+    here = target.binding()
+    if here.origin != "new":
+        return  # it already holds drawers of a model; the store refuses a mismatch
+    there = source.binding()
+    target._binding = Binding(there.model, there.collection, "new", here.generation)
 
 
 def _local_end(palace: Any, kg_file: Path | None) -> _End:
