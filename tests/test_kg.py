@@ -209,6 +209,11 @@ def test_unknown_entity_gets_close_names(kg, clerk, runner):
     text = runner.invoke(app, ["kg", "query", "Clerc"])
     assert text.exit_code == 4 and "Did you mean: Clerk?" in text.stderr
     assert "Not found: No entity named 'Clerc'" in text.stderr
+    # timeline follows the same rule for an unknown entity
+    timeline = kg("timeline", "Clerc", expect=4)
+    assert timeline["facts"] == [] and timeline["error"]["kind"] == "not_found"
+    text = runner.invoke(app, ["kg", "timeline", "Clerc"])
+    assert text.exit_code == 4 and "Did you mean: Clerk?" in text.stderr
 
 
 def test_bad_direction_and_confidence(kg):

@@ -213,7 +213,16 @@ def timeline(
     Example: mempalace kg timeline MyProject --limit 20
     """
     env = get_env(ctx)
-    result = env.palace().kg_timeline(entity, limit=limit)
+    palace = env.palace()
+    result = palace.kg_timeline(entity, limit=limit)
+    if entity and not result["facts"]:
+        known = palace.kg_query(entity)  # carries "suggestions" when no such entity exists
+        if "suggestions" in known:
+            hint = did_you_mean(known["suggestions"]) or (
+                "Add a fact with: mempalace kg add SUBJECT PREDICATE OBJECT"
+            )
+            message = f"No entity named {entity!r} in the knowledge graph."
+            report_not_found(json_output, message, hint, result)
     if json_output:
         print_json(result)
         return
