@@ -433,24 +433,42 @@ class KnowledgeGraph:
         end = parse_date(ended, "ended") or today()
         sid, pred, oid = entity_id(subject), normalize_predicate(predicate), entity_id(obj)
         with self._transaction() as conn:
-            open_facts = self._facts(
-                "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
-                "(t.valid_to IS NULL OR t.valid_to > ?)",
-                [sid, pred, oid, end],
-            )
-            if not open_facts:
-                raise self._not_open(subject, pred, obj, end, sid, oid)
-            for fact in open_facts:
-                if fact.valid_from is not None and _window(end)[1] < fact.valid_from:
-                    raise InvalidInputError(
-                        f"ended {end} is before the fact's valid_from {fact.valid_from}.",
-                        hint="Pass --ended with a date on or after the day the fact started.",
-                    )
-            conn.executemany(
-                "UPDATE triples SET valid_to = ? WHERE id = ?", [(end, f.id) for f in open_facts]
+            open_facts = self._end_open_facts(
+                conn,
+                (subject, pred, obj, sid, oid),
+                end,
+                f"ended {end} is before the fact's valid_from",
+                "Pass --ended with a date on or after the day the fact started.",
             )
         marks = ",".join("?" * len(open_facts))
         return self._facts(f"t.id IN ({marks})", [f.id for f in open_facts]), end
+
+    def _end_open_facts(
+        self,
+        conn: Any,
+        names: tuple[str, str, str, str, str],
+        end: str,
+        too_early: str,
+        hint: str,
+    ) -> list[Fact]:
+        """End on `end` every fact S P O still open then (caller holds the transaction);
+        `names` is (subject, predicate, object as typed, subject id, object id). Raises
+        NotFoundError when none is open and InvalidInputError when `end` precedes a start."""
+        subject, pred, obj, sid, oid = names
+        open_facts = self._facts(
+            "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
+            "(t.valid_to IS NULL OR t.valid_to > ?)",
+            [sid, pred, oid, end],
+        )
+        if not open_facts:
+            raise self._not_open(subject, pred, obj, end, sid, oid)
+        for fact in open_facts:
+            if fact.valid_from is not None and _window(end)[1] < fact.valid_from:
+                raise InvalidInputError(f"{too_early} {fact.valid_from}.", hint=hint)
+        conn.executemany(
+            "UPDATE triples SET valid_to = ? WHERE id = ?", [(end, f.id) for f in open_facts]
+        )
+        return open_facts
 
     def supersede(
         self, subject: str, predicate: str, old_object: str, new_object: str, at: str | None = None
@@ -469,21 +487,12 @@ class KnowledgeGraph:
                 hint="Pass the value that replaces the old one as new_object.",
             )
         with self._transaction() as conn:
-            open_facts = self._facts(
-                "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
-                "(t.valid_to IS NULL OR t.valid_to > ?)",
-                [sid, pred, oid, end],
-            )
-            if not open_facts:
-                raise self._not_open(subject, pred, old_object, end, sid, oid)
-            for fact in open_facts:
-                if fact.valid_from is not None and _window(end)[1] < fact.valid_from:
-                    raise InvalidInputError(
-                        f"at {end} is before the old fact's valid_from {fact.valid_from}.",
-                        hint="Pass the date the change happened, on or after the old fact began.",
-                    )
-            conn.executemany(
-                "UPDATE triples SET valid_to = ? WHERE id = ?", [(end, f.id) for f in open_facts]
+            open_facts = self._end_open_facts(
+                conn,
+                (subject, pred, old_object, sid, oid),
+                end,
+                f"at {end} is before the old fact's valid_from",
+                "Pass the date the change happened, on or after the old fact began.",
             )
             new, _ = self._add_locked(
                 conn,
