@@ -137,6 +137,12 @@ def now_stamp() -> str:
     return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
+def learned_stamp() -> str:
+    """When a fact was recorded, to the microsecond: a fact restated within the same second as
+    the one it follows must still sort after it (ids break no ties that mean anything)."""
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
 def _window(as_of: str) -> tuple[str, str]:
     """The [low, high] instants `as_of` covers: a whole day for a date, one instant otherwise."""
     return (as_of, as_of + _END_OF_DAY) if len(as_of) == 10 else (as_of, as_of)
@@ -419,7 +425,7 @@ class KnowledgeGraph:
                 float(confidence),
                 source_drawer_id,
                 source_file,
-                now_stamp(),
+                learned_stamp(),
                 source_closet,
             ),
         )

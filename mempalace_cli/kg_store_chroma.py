@@ -36,6 +36,7 @@ from mempalace_cli.kg import (
     chronological,
     entity_id,
     is_current,
+    learned_stamp,
     normalize_predicate,
     not_open_error,
     now_stamp,
@@ -241,7 +242,7 @@ class ChromaFactStore:
             confidence=float(confidence),
             source_drawer_id=source_drawer_id,
             source_file=source_file,
-            recorded_at=now_stamp(),
+            recorded_at=learned_stamp(),
             subject=self.display_name(subject),
             object=self.display_name(obj),
         )

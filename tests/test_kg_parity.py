@@ -106,6 +106,9 @@ def test_sqlite_and_chroma_fact_stores_answer_alike(
     harbor = {str(v) for k, v in expected.items() if k.startswith("query Harbor both")}
     assert len(harbor) >= 4 and expected["bad"] == "invalid_input"
     assert expected["invalidate ended"][0] == "not_found" and expected["restate"] is False
+    # A fact restated after its end, within the same second, is listed after the one it follows.
+    hetzner = [f for f in expected["timeline"] if f[2] == "Hetzner"]
+    assert [f[4] for f in hetzner] == ["2026-06-01", None]
     assert got.keys() == expected.keys()
     differ = {k: (expected[k], got[k]) for k in expected if expected[k] != got[k]}
     assert not differ
