@@ -58,16 +58,16 @@ def test_create_modify_delete(watched: dict) -> None:
     folder, palace = watched["folder"], watched["palace"]
     note = folder / "okapi.md"
     note.write_text("# Okapi migration\n\nThe okapi cluster moves to the new rack on Friday.\n")
-    wait_until(lambda: str(note) in sources(palace, "okapi"), 15, "the new file searchable")
+    wait_until(lambda: str(note) in sources(palace, "okapi"), 60, "the new file searchable")
     top = search(palace, "when does the okapi cluster move to the new rack", mode="vector")
     assert top[0]["source_file"] == str(note)
 
     note.write_text("# Narwhal rollout\n\nThe narwhal service replaces the old queue.\n")
-    wait_until(lambda: str(note) in sources(palace, "narwhal"), 15, "the edit searchable")
+    wait_until(lambda: str(note) in sources(palace, "narwhal"), 60, "the edit searchable")
     assert str(note) not in sources(palace, "okapi")
 
     note.unlink()
-    wait_until(lambda: str(note) not in sources(palace, "narwhal"), 15, "the delete")
+    wait_until(lambda: str(note) not in sources(palace, "narwhal"), 60, "the delete")
     assert sources(palace, "narwhal") == set()
 
 
@@ -75,13 +75,13 @@ def test_rename_moves_drawers_without_re_embedding(watched: dict) -> None:
     folder, palace, watcher = watched["folder"], watched["palace"], watched["watcher"]
     old = folder / "axolotl.md"
     old.write_text("# Axolotl budget\n\n" + "The axolotl budget review is on Tuesday. " * 40)
-    wait_until(lambda: str(old) in sources(palace, "axolotl"), 15, "the new file")
+    wait_until(lambda: str(old) in sources(palace, "axolotl"), 60, "the new file")
     seen = len(watcher.batches())
 
     (folder / "archive").mkdir()
     new = folder / "archive" / "axolotl-2024.md"
     os.rename(old, new)
-    wait_until(lambda: sources(palace, "axolotl") == {str(new)}, 15, "drawers at the new path")
+    wait_until(lambda: sources(palace, "axolotl") == {str(new)}, 60, "drawers at the new path")
     moved = [b for b in watcher.batches()[seen:] if b["files"]["moved"]]
     assert moved, watcher.batches()[seen:]
     batch = moved[0]
@@ -109,7 +109,7 @@ def test_ignored_paths_never_trigger_work(watched: dict) -> None:
     def sentinel_batch() -> list[dict[str, Any]]:
         return [b for b in watcher.batches()[seen:] if "sentinel-ignored.md" in b["mined_files"]]
 
-    wait_until(sentinel_batch, 15, "the batch that files the sentinel")
+    wait_until(sentinel_batch, 60, "the batch that files the sentinel")
     batches = watcher.batches()[seen:]
     assert len(batches) == 1, batches  # nothing before it: no ignored path made a batch
     assert batches[0]["paths"] == 1 and batches[0]["mined_files"] == ["sentinel-ignored.md"]
@@ -159,12 +159,12 @@ def test_palace_inside_the_folder_is_ignored(tmp_path: Path, embedder: Any) -> N
         first = watcher.wait_event("mine")
         assert first["observer"] == "polling" and first["files"]["mined"] > 0
         (folder / "capybara.md").write_text("The capybara offsite is in May.\n")
-        wait_until(lambda: watcher.batches(), 15, "a batch")
+        wait_until(lambda: watcher.batches(), 60, "a batch")
         # The first batch wrote to the palace inside the folder. A second file written after
         # it is a positive signal: the polls that see it have seen every palace write too, so
         # if those fed the watcher, they would show up in this batch or one before it.
         (folder / "tapir.md").write_text("The tapir review is in June.\n")
-        wait_until(lambda: len(watcher.batches()) >= 2, 15, "the second file's batch")
+        wait_until(lambda: len(watcher.batches()) >= 2, 60, "the second file's batch")
         first, second = watcher.batches()[:2]
         assert len(watcher.batches()) == 2, watcher.batches()
         assert first["paths"] == 1 and first["mined_files"] == ["capybara.md"]
