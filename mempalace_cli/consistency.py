@@ -16,7 +16,8 @@ manifest) is a copy that must show, by content and never by a count, that it mir
   only) shows any add or delete, since Chroma appends new rows at the end. Our own writers
   re-file a changed drawer as delete + add, so it moves to the end too. A long-lived process
   re-checks at most every SERVER_CHECK_SECONDS before a read. An in-place update by a foreign
-  writer (same id, same position) is not seen by this probe; `verify()` finds it.
+  writer (same id, same position) is not seen by this probe; `verify()` (`status --verify`)
+  finds it.
 
 Repair always runs from Chroma to the catalogue, under the palace lock, and is never silent:
 what changed is returned, kept in `repairs` for the adapters to show, and recorded in the
@@ -221,6 +222,7 @@ REASONS = {
     "server_changed": "the drawers on the Chroma server changed",
     "team_write": "another machine wrote to the palace on the Chroma server",
     "migrated": "mempalace migrate copied drawers into the store",
+    "verify": "a full check (status --verify) found drawers the index had wrong",
 }
 
 
@@ -435,6 +437,27 @@ class Consistency:
         palace lock."""
         head = None if self.server else self.head()
         return self._reconcile_all(reason, head.key if head is not None else None)
+
+    def verify(self) -> tuple[int, Repair | None]:
+        """Compare every drawer in Chroma (text, metadata, vector) with the catalogue and repair
+        what differs: the check no probe can replace (an in-place update by a foreign writer on
+        a Chroma server keeps the id and the position). Returns how many drawers the store
+        holds and the repair (None when everything matched)."""
+        self.check_store_present(read_head=False)
+        with self.lock.hold():
+            if self.server:
+                self.store.reset_collection()
+                team = self.team_log
+                began = team.begin_full() if team is not None else None
+                repair = self._reconcile_all("verify", None)
+                if team is not None:
+                    team.end_full(began)
+                self._server_checked_at = time.monotonic()
+            else:
+                self.store.reset_handle()
+                head = self.head()
+                repair = self._reconcile_all("verify", head.key if head is not None else None)
+            return self.catalog.count(), self._finish(repair)
 
     def apply_team_ids(self, ids: list[str]) -> Repair | None:
         """Bring `ids` in step (another machine's write, named by the team log); the result

@@ -302,3 +302,70 @@ def test_a_foreign_write_beyond_chromas_log_is_reconciled_in_full(
     again = p.cli("status", "--json")  # in step now: nothing more to repair, nothing said
     assert "repaired" not in again.stderr
     assert json.loads(again.stdout)["consistency"]["last_repair"] == repair
+
+
+UPDATE_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, chromadb
+    from urllib.parse import urlparse
+    spec = json.loads(sys.argv[1])
+    u = urlparse(spec["url"])
+    col = chromadb.HttpClient(host=u.hostname, port=u.port).get_collection(spec["collection"])
+    meta = col.get(ids=[spec["victim"]], include=["metadatas"])["metadatas"][0]
+    col.update(ids=[spec["victim"]], documents=[spec["text"]], embeddings=[spec["vector"]],
+               metadatas=[meta])
+    """
+)
+
+
+@pytest.mark.slow
+def test_status_verify_finds_an_in_place_update_on_a_server(
+    tmp_path: Path, embedder: Embedder, empty_server: str
+) -> None:
+    """A foreign in-place update keeps the id and the position in Chroma, which no cheap probe
+    sees: `status --verify` compares every drawer by content and repairs the index."""
+    p = Palace(tmp_path, empty_server)
+    p.cli("mine", str(p.folder))
+    first = p.cli("status", "--verify")
+    assert "the palace index matches it" in first.stdout, first.stdout
+    victim = sorted(i for i in p.drawers() if "_people_" in i)[0]
+    text = FOREIGN_TEXTS[2]
+    spec = {
+        "url": empty_server,
+        "collection": COLLECTION_NAME,
+        "victim": victim,
+        "text": text,
+        "vector": [float(x) for x in embedder.embed([text])[0]],
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", UPDATE_SCRIPT, json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    status = p.json("status", "--verify")
+    verified = status["verified"]
+    assert verified["all_matched"] is False
+    assert verified["drawers_checked"] == status["total_drawers"]
+    repair = verified["repair"]
+    assert (repair["reason"], repair["updated"], repair["added"], repair["removed"]) == (
+        "verify",
+        1,
+        0,
+        0,
+    )
+    assert repair["ids"]["updated"] == [victim]
+    assert p.drawers()[victim] == text
+    for mode in ("lexical", "vector"):
+        assert search_ids(search(p, text, mode, 3))[0] == victim, mode
+    again = p.json("status", "--verify")["verified"]
+    assert again["all_matched"] is True and again["repair"] is None
+
+
+def test_status_verify_on_an_embedded_palace_in_step(tmp_path: Path) -> None:
+    p = Palace(tmp_path, None)
+    p.cli("mine", str(p.folder / "people"))
+    data = p.json("status", "--verify")
+    assert data["verified"]["all_matched"] is True
+    assert data["verified"]["drawers_checked"] == data["total_drawers"] > 0

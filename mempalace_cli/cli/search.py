@@ -147,17 +147,27 @@ def _header(rank: int, item: dict[str, Any]) -> list[Text]:
 
 def status(
     ctx: typer.Context,
+    verify: bool = typer.Option(
+        False,
+        "--verify",
+        help="Compare every drawer in the drawer store (text, metadata, vector) with the palace "
+        "index and repair what differs. Reads every drawer: slower on a big palace.",
+    ),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Show the palace: where it is, how many drawers, and drawers per wing and room.
 
     Example: mempalace status --palace ~/.mempalace/palace
+    Example: mempalace status --verify   (after another tool wrote to a shared Chroma server)
     """
     env = get_env(ctx)
-    result = env.palace().status()
+    result = env.palace().status(verify=verify)
     if json_output:
         print_json(result)
         return
+    checked = result.get("verified")
+    if checked is not None:
+        env.out.print(_verified_line(checked), highlight=False)
     tree = Tree(f"[bold]{result['palace_path']}[/]  {result['total_drawers']} drawers")
     for wing, rooms in sorted(result["taxonomy"].items()):
         branch = tree.add(f"[cyan]{wing}[/]  {result['wings'][wing]}")
@@ -166,6 +176,17 @@ def status(
     env.out.print(tree)
     if not result["total_drawers"]:
         env.out.print("The palace is empty. Next: mempalace mine <dir>")
+
+
+def _verified_line(checked: dict[str, Any]) -> str:
+    n = checked["drawers_checked"]
+    if checked["all_matched"]:
+        return f"Checked {n} drawers against the drawer store: the palace index matches it."
+    r = checked["repair"]
+    return (
+        f"Checked {n} drawers against the drawer store and repaired the palace index from it: "
+        f"{r['added']} added, {r['updated']} updated, {r['removed']} removed."
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -51,8 +51,22 @@ def _similarity(distance: float) -> float:
 
 class DrawerOps(PalaceCore):
     # -- overview ---------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
+    def status(self, verify: bool = False) -> dict[str, Any]:
+        """Counts per wing and room, from the catalogue once it is in step with Chroma. With
+        `verify`, every drawer in Chroma is first compared with the catalogue by content (the
+        full check behind `status --verify`) and any difference repaired from Chroma."""
         self.require()
+        verified: dict[str, Any] | None = None
+        if verify:
+            self.refresh()
+            checked, repair = self.consistency.verify()
+            if repair is not None:
+                self.store.mark_fresh(self.catalog.generation())
+            verified = {
+                "drawers_checked": checked,
+                "all_matched": repair is None,
+                "repair": repair.to_dict() if repair is not None else None,
+            }
         self.sync()
         wings: dict[str, int] = {}
         rooms: dict[str, int] = {}
@@ -70,7 +84,7 @@ class DrawerOps(PalaceCore):
             "taxonomy": taxonomy,
             # Chroma is the truth; what the index mirrors, and its last repair from Chroma.
             "consistency": self.consistency.report(),
-        }
+        } | ({"verified": verified} if verified is not None else {})
 
     def list_wings(self) -> dict[str, Any]:
         return {"wings": self.status()["wings"]}
