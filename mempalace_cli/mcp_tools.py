@@ -304,6 +304,7 @@ ADD_OUT = _out(
     already_stored="boolean",
     reason="string",
     matches="array",
+    similar="array",
 )
 
 
@@ -474,9 +475,12 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "mempalace_check_duplicate",
         "Check for duplicates",
-        "Is this content already in the palace? Returns is_duplicate and the close matches.",
+        "Is this content already in the palace? is_duplicate is true when a close drawer says "
+        "the same words (case, punctuation and spacing aside): those are the matches. Drawers "
+        "at least `threshold` similar with other words (perhaps an older version of the same "
+        "fact) are listed under similar: they don't block a write.",
         lambda p, a: p.check_duplicate(a["content"], a["threshold"]),
-        _out(("is_duplicate", "matches"), is_duplicate="boolean", matches="array"),
+        _out(("is_duplicate", "matches"), is_duplicate="boolean", matches="array", similar="array"),
         (
             _s(
                 "content",
@@ -488,8 +492,8 @@ TOOLS: tuple[ToolSpec, ...] = (
             Arg(
                 "threshold",
                 "number",
-                "Cosine similarity (0-1] from which a drawer counts as a duplicate. 0.9 catches "
-                "near-identical text.",
+                "Cosine similarity (0-1] from which a close drawer with other words is listed "
+                "under similar.",
                 default=DUPLICATE_THRESHOLD,
                 exclusive_minimum=0.0,
                 maximum=1.0,
@@ -569,9 +573,11 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "mempalace_add_drawer",
         "File a drawer",
-        "File verbatim text into a wing and room. Refused when a near-identical drawer exists "
-        "(success: false, reason: 'duplicate', with the matches); filing the identical text "
-        "again is a no-op. Returns the drawer_id.",
+        "File verbatim text into a wing and room. Refused when a drawer already says the same "
+        "words (success: false, reason: 'duplicate', with the matches); filing the identical "
+        "text again is a no-op. A close drawer with other words (an older version of a fact) "
+        "does not block it: it is listed under similar, so you can update or delete the old "
+        "one. Returns the drawer_id.",
         lambda p, a: p.add_drawer(
             a["wing"], a["room"], a["content"], source_file=a["source_file"], added_by=a["added_by"]
         ),
@@ -601,7 +607,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Edit a drawer",
         "Replace a drawer's text and/or move it to another wing or room; it keeps its id. New "
         "text is embedded and indexed again, and refused (success: false, reason: 'duplicate') "
-        "when it nearly repeats another drawer.",
+        "when another drawer already says the same words.",
         lambda p, a: p.update_drawer(a["drawer_id"], a["content"], a["wing"], a["room"]),
         _out(
             ("success", "drawer_id"),

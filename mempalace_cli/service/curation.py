@@ -146,7 +146,7 @@ class DrawerCuration:
     ) -> dict[str, Any]:
         """Change a drawer's text and/or move it to another wing or room; it keeps its id.
         New text is embedded again, re-indexed for keyword search and refused (success:
-        false, reason: duplicate) when it nearly repeats another drawer."""
+        false, reason: duplicate) when another drawer already says the same words."""
         from mempalace_cli.service.drawers import _check_content
 
         if content is None and wing is None and room is None:
@@ -166,7 +166,7 @@ class DrawerCuration:
         text_changed = text != row.text
         if text_changed:
             vec = p.embedder.embed([text])
-            matches = p.near_duplicates(vec[0], exclude=row.id)
+            matches, _similar = p.near_duplicates(vec[0], text, exclude=row.id)
             if matches:
                 return {
                     "success": False,

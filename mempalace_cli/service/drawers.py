@@ -13,6 +13,7 @@ from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.filters import DrawerFilter
 from mempalace_cli.kg import parse_date
+from mempalace_cli.sameness import says_the_same
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
 from mempalace_cli.store import where_filter
@@ -474,27 +475,40 @@ class DrawerOps(PalaceCore):
         if not 0.0 < threshold <= 1.0:
             raise InvalidInputError(f"threshold must be in (0, 1], not {threshold}.")
         if not self.exists():
-            return {"is_duplicate": False, "matches": []}
+            return {"is_duplicate": False, "matches": [], "similar": []}
         self.sync()
         vec = self.embedder.embed([content])[0]
-        matches = self.near_duplicates(vec, threshold)
-        return {"is_duplicate": bool(matches), "matches": matches}
+        matches, similar = self.near_duplicates(vec, content, threshold)
+        return {"is_duplicate": bool(matches), "matches": matches, "similar": similar}
 
     def near_duplicates(
-        self, vec: Any, threshold: float = DUPLICATE_THRESHOLD, exclude: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Drawers whose cosine similarity to `vec` is at least `threshold` (but `exclude`)."""
-        return [
-            {
+        self,
+        vec: Any,
+        content: str,
+        threshold: float = DUPLICATE_THRESHOLD,
+        exclude: str | None = None,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The drawers nearest to `vec` (but `exclude`), split in two: duplicates say the same
+        words as `content` (a write is refused), similar ones are at least `threshold` close
+        with other words (perhaps an older version of the same fact: the write goes ahead).
+        See sameness.py: similarity alone can't tell the two apart."""
+        duplicates: list[dict[str, Any]] = []
+        similar: list[dict[str, Any]] = []
+        for i, d, doc, m in self.store.query(vec, 6, None):
+            if i == exclude:
+                continue
+            entry = {
                 "drawer_id": i,
                 "similarity": _similarity(d),
                 "wing": m.get("wing"),
                 "room": m.get("room"),
                 "text": doc[:300],
             }
-            for i, d, doc, m in self.store.query(vec, 6, None)
-            if 1.0 - d >= threshold and i != exclude
-        ][:5]
+            if says_the_same(content, doc or ""):
+                duplicates.append(entry)
+            elif 1.0 - d >= threshold:
+                similar.append(entry)
+        return duplicates[:5], similar[:5]
 
     def add_drawer(
         self,
@@ -507,7 +521,8 @@ class DrawerOps(PalaceCore):
         check_duplicates: bool = True,
     ) -> dict[str, Any]:
         """File one drawer by hand. Identical content in the same place is idempotent; content
-        that is semantically near-identical to a drawer anywhere is refused as a duplicate."""
+        that says the same words as a close drawer anywhere is refused as a duplicate (see
+        sameness.py); a close drawer with other words is returned as `similar`."""
         _check_content(content)
         wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
         content = clean_text(content)
@@ -520,8 +535,9 @@ class DrawerOps(PalaceCore):
         if already:
             return {"success": True, "drawer_id": already, "already_stored": True}
         vec = self.embedder.embed([content])
+        similar: list[dict[str, Any]] = []
         if check_duplicates:
-            matches = self.near_duplicates(vec[0])
+            matches, similar = self.near_duplicates(vec[0], content)
             if matches:
                 return {"success": False, "reason": "duplicate", "matches": matches}
         meta: dict[str, Any] = dict(metadata or {})
@@ -533,7 +549,8 @@ class DrawerOps(PalaceCore):
         )
         with self.lock.hold():
             self._file_drawers([row], vec)
-        return {"success": True, "drawer_id": drawer_id, "wing": wing_n, "room": room_n}
+        done = {"success": True, "drawer_id": drawer_id, "wing": wing_n, "room": room_n}
+        return done | ({"similar": similar} if similar else {})
 
     def add_drawers(self, drawers: list[dict[str, Any]], added_by: str = "mcp") -> dict[str, Any]:
         """File many drawers at once: one embedding pass, one lock hold, no duplicate check.
