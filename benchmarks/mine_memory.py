@@ -63,11 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer-venv", type=Path, default=Path("/tmp/peer-venv"))
     ap.add_argument("--package", default="rich")
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--without-release", action="store_true")
+    ap.add_argument(
+        "--without-release", action="store_true", help="also our MiniLM miner with the arena kept"
+    )
     ap.add_argument(
         "--tools",
-        default="ours,peer",
-        help="which to run: ours, peer (two invocations may run side by side under the same load)",
+        default="ours,ours-minilm,peer",
+        help="which to run: ours (default model), ours-minilm, peer "
+        "(two invocations may run side by side under the same load)",
     )
     ap.add_argument(
         "--out", type=Path, default=REPO / "benchmarks" / "results" / "mine_memory.json"
@@ -84,12 +87,20 @@ def main(argv: list[str] | None = None) -> int:
             "runs": {},
         }
         (work / "our-home").mkdir()
+        # The peer embeds with all-MiniLM-L6-v2; our new palaces default to USE multilingual.
+        # "ours, MiniLM" runs the same weights as the peer, so the ratio compares like with like.
+        (work / "our-minilm-home").mkdir()
+        (work / "our-minilm-home" / "config.toml").write_text(
+            'embedding_model = "all-MiniLM-L6-v2"\n', encoding="utf-8"
+        )
         seed_chroma_model_cache(work / "peer-home")
         ours = Ours(work / "our-home")
-        kept = Ours(work / "our-home")
+        kept = Ours(work / "our-minilm-home")
         kept.env = {**kept.env, "MEMPALACE_EMBED_RELEASE": "0"}
         wanted = args.tools.split(",")
         tools: list[tuple[str, Any]] = [("ours", ours)] if "ours" in wanted else []
+        if "ours-minilm" in wanted:
+            tools.append(("ours, MiniLM", Ours(work / "our-minilm-home")))
         if args.without_release:
             tools.append(("ours, arena kept", kept))
         if "peer" in wanted:
