@@ -271,11 +271,13 @@ def get_embedder(name: str | None = None, model_dir: Path | None = None) -> Embe
     """One embedder per model (and MiniLM folder) per process. `name` is a registered model
     name (embedders.MODELS) or `api:<model>`; None means all-MiniLM-L6-v2."""
     from mempalace_cli.embedders import API_PREFIX, make_embedder
-    from mempalace_cli.embedders.api import endpoint_settings
 
     name = name or MODEL_NAME
     key = (name, str(model_dir or "") if name == MODEL_NAME else "")
     if name.startswith(API_PREFIX):  # one per endpoint: the config may point elsewhere later
+        # Imported here only: it pulls in urllib and ssl, which a local model never needs.
+        from mempalace_cli.embedders.api import endpoint_settings
+
         key = (name, repr(endpoint_settings()))
     with _shared_lock:
         if key not in _shared:

