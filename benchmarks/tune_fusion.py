@@ -5,16 +5,18 @@ BM25 scores), the query's BM25 weight and the scripts (Latin / CJK) of the query
 candidate, so every fusion here is scored on exactly the same candidates without embedding
 anything again:
 
-    python benchmarks/retrieval.py --model use --dump /tmp/dump_use.json
+    python benchmarks/retrieval.py --model use --dump-only --dump /tmp/dump_use.json
     python benchmarks/bilingual.py --models minilm use --dump /tmp/bilingual.json
-    python benchmarks/tune_fusion.py /tmp/dump_use.json /tmp/bilingual.json --model use
+    python benchmarks/tune_fusion.py /tmp/dump_use.json /tmp/bilingual.json --model use \
+        --out benchmarks/results/fusion_cv_use.json
 
 Folds: LoCoMo by conversation (5 folds = its 5 conversations), LongMemEval and the bilingual
 set by question (seeded shuffle into K folds). For each fold, the fusion with the best
 objective on the other folds is chosen and scored on the held-out fold; the report gives
 each fold's held-out numbers, their mean and spread, the pooled held-out numbers per question
-type next to each single side, and the fusion chosen on all the dev data (the default in
-mempalace_cli/fusion.py). Objective: the mean of LongMemEval (R@5 + NDCG@10) / 2, LoCoMo
+type next to each single side, and the fusion chosen on all the dev data (the model's
+default in mempalace_cli/fusion.py, `BY_MODEL`; ties go to the fusion nearest the current
+one). Objective: the mean of LongMemEval (R@5 + NDCG@10) / 2, LoCoMo
 session R@10 and the bilingual set's R@3 averaged over its four directions.
 """
 
@@ -34,8 +36,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-from mempalace_cli.fusion import DEFAULT, FusionParams, fuse  # noqa: E402
+from bench_models import PRODUCT_NAMES  # noqa: E402
+
+from mempalace_cli.fusion import FusionParams, for_model, fuse  # noqa: E402
 
 VECTOR_ONLY = FusionParams(method="rrf", vector_weight=1.0, lexical_weight=0.0)
 LEXICAL_ONLY = FusionParams(method="rrf", vector_weight=0.0, lexical_weight=1.0)
@@ -43,17 +48,40 @@ OLD_DEFAULT = FusionParams(method="rrf", vector_weight=1.0, lexical_weight=2.0, 
 
 
 def grid() -> dict[str, FusionParams]:
+    """Candidate fusions. When the query and every candidate share one script, a fusion
+    either keeps weighted RRF (`rrfwl` = the keyword weight) or uses the confidence fusion
+    too (`conf-all`); the cross-script rules (`wl`, `xl`, `xv`, `cap`) apply otherwise."""
     out = {
         "rrf k=60 wl=2 (before)": OLD_DEFAULT,
         "rrf k=60 wl=1": OLD_DEFAULT.with_(lexical_weight=1.0),
+        "rrf k=60 wl=1.5": OLD_DEFAULT.with_(lexical_weight=1.5),
     }
-    for wl, xl, xv, cap in itertools.product(
-        (1.0, 1.5, 2.0, 3.0, 4.0, 6.0), (0.0, 0.25, 0.5, 1.0), (0.0, 0.5, 1.0), (3.0, 4.0)
+    for wl, xl, xv, cap, rw in itertools.product(
+        (1.0, 1.5, 2.0, 3.0, 4.0, 6.0),
+        (0.0, 0.25, 0.5, 1.0),
+        (0.0, 0.5, 1.0),
+        (3.0, 4.0),
+        (1.0, 1.5, 2.0),
     ):
         p = FusionParams(
-            lexical_weight=wl, cross_script_lexical=xl, cross_script_vector=xv, z_cap=cap
+            lexical_weight=wl,
+            cross_script_lexical=xl,
+            cross_script_vector=xv,
+            z_cap=cap,
+            rrf_lexical_weight=rw,
         )
-        out[f"conf wl={wl} xl={xl} xv={xv} cap={cap}"] = p
+        out[f"conf wl={wl} xl={xl} xv={xv} cap={cap} rrfwl={rw}"] = p
+    for wl, xl, xv, cap in itertools.product(
+        (1.0, 1.5, 2.0, 3.0, 4.0), (0.0, 0.25, 0.5), (0.0, 0.5), (2.0, 3.0, 4.0)
+    ):
+        p = FusionParams(
+            lexical_weight=wl,
+            cross_script_lexical=xl,
+            cross_script_vector=xv,
+            z_cap=cap,
+            one_script_rrf=False,
+        )
+        out[f"conf-all wl={wl} xl={xl} xv={xv} cap={cap}"] = p
     return out
 
 
@@ -144,8 +172,18 @@ def folds(qs: list[dict[str, Any]], k: int, seed: int) -> list[int]:
     return fold
 
 
+def changes(a: FusionParams, b: FusionParams) -> int:
+    """How many settings differ: among fusions that score the same, the one nearest the
+    current default is kept (no change without evidence)."""
+    return sum(x != y for x, y in zip(asdict(a).values(), asdict(b).values(), strict=True))
+
+
 def cross_validate(
-    qs: list[dict[str, Any]], table: dict[str, list[dict[str, float]]], k: int, seed: int
+    qs: list[dict[str, Any]],
+    table: dict[str, list[dict[str, float]]],
+    k: int,
+    seed: int,
+    closeness: dict[str, int],
 ) -> dict[str, Any]:
     fold = folds(qs, k, seed)
     per_fold = []
@@ -156,8 +194,11 @@ def cross_validate(
         best = max(
             table,
             key=lambda name: (
-                objective(summary([qs[i] for i in train], [table[name][i] for i in train])),
-                name == "conf default",
+                round(
+                    objective(summary([qs[i] for i in train], [table[name][i] for i in train])),
+                    9,
+                ),
+                -closeness[name],
             ),
         )
         for i in test:
@@ -204,15 +245,17 @@ def main(argv: list[str] | None = None) -> int:
             if q["bench"].startswith("bilingual") and q["bench"] != f"bilingual-{args.model}":
                 continue
             qs.append(q)
-    configs = grid() | {"conf default": DEFAULT}
+    current = for_model(PRODUCT_NAMES.get(args.model, args.model))
+    configs = grid() | {"current default": current}
+    closeness = {name: changes(p, current) for name, p in configs.items()}
     table = {name: [score(q, p) for q in qs] for name, p in configs.items()}
     singles = {
         "vector only": [score(q, VECTOR_ONLY) for q in qs],
         "lexical only": [score(q, LEXICAL_ONLY) for q in qs],
     }
-    cv = cross_validate(qs, table, args.folds, args.seed)
+    cv = cross_validate(qs, table, args.folds, args.seed, closeness)
     everything = {name: summary(qs, rows) for name, rows in table.items()}
-    chosen = max(everything, key=lambda n: (objective(everything[n]), n == "conf default"))
+    chosen = max(everything, key=lambda n: (round(objective(everything[n]), 9), -closeness[n]))
 
     report: dict[str, Any] = {
         "command": "python benchmarks/tune_fusion.py "
@@ -221,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             b: sum(1 for q in qs if dataset(q) == b) for b in ("lme", "locomo", "bilingual")
         },
         "cross_validation": {k: v for k, v in cv.items() if k != "held_out"},
+        "current_default": {"params": asdict(current)}
+        | {k: round(v, 4) for k, v in everything["current default"].items()},
         "chosen_on_all_dev": {"name": chosen, "params": asdict(configs[chosen])}
         | {k: round(v, 4) for k, v in everything[chosen].items()},
         "single_sides": {n: summary(qs, rows) for n, rows in singles.items()},

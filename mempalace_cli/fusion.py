@@ -62,6 +62,23 @@ class FusionParams:
 
 DEFAULT = FusionParams()
 
+# The fusion that suits a model depends on how good its vector side is: chosen per model by
+# 5-fold cross-validation on the dev data (benchmarks/tune_fusion.py; numbers in
+# benchmarks/README.md). Models not listed (e5, an API model) use DEFAULT.
+MINILM, USE = "all-MiniLM-L6-v2", "use-multilingual-v3"
+BY_MODEL: dict[str, FusionParams] = {
+    # English-only vectors, weak on LoCoMo (vector R@10 0.65): keywords x2 in every fold.
+    MINILM: FusionParams(method="rrf", lexical_weight=2.0),
+    # Stronger vectors (LoCoMo 0.84, LongMemEval R@5 0.98): equal ranks in one script, the
+    # confidence fusion with keywords x1 across scripts.
+    USE: FusionParams(lexical_weight=1.0, rrf_lexical_weight=1.0),
+}
+
+
+def for_model(model: str) -> FusionParams:
+    """The fusion a palace embedded with `model` searches with."""
+    return BY_MODEL.get(model, DEFAULT)
+
 
 def script_of(text: str) -> str:
     """LATIN or CJK, judged on the start of `text` (enough to tell a note's language)."""

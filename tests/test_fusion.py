@@ -72,3 +72,14 @@ def test_one_script_candidates_fuse_by_rrf_by_default() -> None:
     # English question, English palace: weighted RRF (keywords x2), as CV chose.
     ranked = fuse([("a", 0.9), ("b", 0.8)], [("b", 1.0)], query_weight=10.0)
     assert ranked[0] == "b"
+
+
+def test_each_tuned_model_is_a_model_the_palace_can_use() -> None:
+    """BY_MODEL is keyed by the names palaces record; a renamed model would silently fall back
+    to DEFAULT."""
+    from mempalace_cli.embedders import MODELS
+    from mempalace_cli.fusion import BY_MODEL, DEFAULT, for_model
+
+    assert set(BY_MODEL) <= set(MODELS)
+    assert for_model("multilingual-e5-small-q4") == DEFAULT
+    assert for_model("all-MiniLM-L6-v2").method == "rrf"

@@ -321,10 +321,13 @@ class DrawerOps(PalaceCore):
         query: str,
         vector_hits: list[tuple[str, float, str, dict[str, Any]]],
         lexical_hits: list[tuple[str, float]],
-        params: fusion.FusionParams = fusion.DEFAULT,
+        params: fusion.FusionParams | None = None,
     ) -> dict[str, float]:
         """Each candidate's rank score (higher first) from both sides, each side weighed by its
-        confidence and by whether a candidate is written in the query's script (fusion.py)."""
+        confidence and by whether a candidate is written in the query's script (fusion.py).
+        Without `params`, the fusion chosen for the palace's model."""
+        if params is None:
+            params = fusion.for_model(self.binding().model)
         ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
         texts = {i: r.text for i, r in self.catalog.get(ids).items()}
         texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts})
