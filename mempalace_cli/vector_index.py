@@ -3,12 +3,24 @@
 Why it exists: ranking the vector side of a search from the catalogue's float32 blobs means
 reading every drawer's vector into memory (about 4.7 KB of memory per drawer, 729 MB and 1.5 s
 at 100,000 drawers). This index keeps, per drawer, 384 int8 codes of its unit vector plus a
-float32 scale (388 bytes), its catalogue rowid (8) and a wing/room group code (4): 400 bytes
-per drawer, a quarter of a float32 copy. A search streams the codes in fixed-size blocks (memory
-does not grow with the palace), keeps the best `RESCORE_FACTOR` x depth candidates by the int8
-score, and ranks those exactly by cosine on their float32 vectors from the catalogue: the
-distances it returns are exact and the top results equal exact ranking unless a true neighbour
-falls out of the int8 candidate pool (benchmarks/scale.py measures recall@10 against exact).
+float32 scale (388 bytes), its catalogue rowid (8) and a wing/room group code (4): 400 bytes per
+drawer, a quarter of a float32 copy (448 with the sign codes below). A search streams the codes
+in fixed-size blocks (memory does not grow with the palace), keeps the best `RESCORE_FACTOR` x
+depth candidates by the int8 score, and ranks those exactly by cosine on their float32 vectors
+from the catalogue: the distances it returns are exact and the top results equal exact ranking
+unless a true neighbour falls out of the int8 candidate pool (benchmarks/scale.py measures
+recall@10 against exact).
+
+The first stage, at scale (issue 15): scoring every row's int8 codes costs 0.15 s of CPU per
+search at a million drawers. From ANN_MIN_ROWS live rows in the searched wing/room on, the index
+also keeps a 1-bit sign code per dimension (48 bytes a drawer at 384 dimensions) and ranks every
+row by the Hamming distance of its sign code to the query's (a XOR and a popcount over six
+64-bit words a row); only the POOL_SHARE nearest by that measure (at least POOL_MIN) are scored
+by their int8 codes, and the best of those are rescored exactly as before. Smaller palaces, and
+filters that leave fewer rows, score every candidate row by its int8 codes. Nothing is trained:
+a sign code depends on its own vector only, so appends, tombstones and compactions keep it
+exact in the same way as the int8 codes (benchmarks/ann_index.py measures speed and recall@10,
+and compares an IVF first stage, which lost on both).
 
 How it stays in step with the catalogue, by content and not by a count: triggers on the
 catalogue's `drawers` table append (rowid, op) to `vector_log`, whose AUTOINCREMENT sequence
@@ -20,8 +32,8 @@ to the next search, whichever process makes it, and a catalogue rebuilt from scr
 token) rebuilds the index.
 
 Files, all in <palace>/vector_index/: header.json (replaced atomically), codes/scales/rowids/
-groups.<epoch> (appended; a compaction writes a new epoch), and a lock file (flock: one updater
-at a time; readers share it).
+groups/signs.<epoch> (appended; a compaction writes a new epoch), and a lock file (flock: one
+updater at a time; readers share it).
 """
 
 from __future__ import annotations
@@ -38,13 +50,19 @@ from pathlib import Path
 from typing import Any
 
 INDEX_DIR = "vector_index"
-FORMAT = 1
+FORMAT = 2  # 2: sign codes (signs.<epoch>) beside the int8 codes; an older index rebuilds once
 TOKEN_META = "vector_log_token"
 BLOCK_ROWS = 8192  # rows scored per block: ~3 MB of codes, ~12 MB as float32
 RESCORE_FACTOR = 4  # int8 candidates kept per result wanted, then ranked exactly
 MIN_RESCORE = 200
 FETCH_ROWS = 5000  # catalogue rows read per batch while building
 LOG_TRIM_AT = 20000  # log rows kept before the updater trims what it has applied
+# The sign-code first stage (module docstring): used from ANN_MIN_ROWS candidate rows on (below
+# that, scoring every row's int8 codes is as fast); keeps the POOL_SHARE of them nearest by
+# Hamming distance, at least POOL_MIN, for int8 scoring. Chosen by benchmarks/ann_index.py.
+ANN_MIN_ROWS = 50_000
+POOL_SHARE = 0.03
+POOL_MIN = 20_000
 # "0" turns the index off (search reads every catalogue vector, as before it existed): for
 # benchmarks/scale.py to compare both paths in one run, and as an escape hatch.
 SWITCH_ENV = "MEMPALACE_VECTOR_INDEX"
@@ -75,6 +93,7 @@ class Header:
     n: int  # rows written, tombstones included
     live: int
     groups: list[list[str]] = field(default_factory=list)  # code -> [wing, room]
+    sign_bytes: int = 0  # bytes of a row's sign code in signs.<epoch> (dim bits, 64-bit words)
 
     def to_json(self) -> str:
         return json.dumps({"format": FORMAT, **self.__dict__}, ensure_ascii=False)
@@ -90,7 +109,7 @@ class Header:
             return None
 
 
-_PARTS = {"codes": "i1", "scales": "f4", "rowids": "i8", "groups": "i4"}
+_PARTS = {"codes": "i1", "scales": "f4", "rowids": "i8", "groups": "i4", "signs": "u8"}
 
 
 class VectorIndex:
@@ -224,9 +243,10 @@ class VectorIndex:
                 f.close()
         header.groups = [list(g) for g in groups]
         self._write_header(header)
-        if old is not None and old.epoch != epoch:
-            for p in _PARTS:
-                self._part(p, old.epoch).unlink(missing_ok=True)
+        for stale in self.dir.iterdir():  # older epochs, and parts of an older format
+            name, _, tail = stale.name.partition(".")
+            if tail.isdigit() and int(tail) != epoch:
+                stale.unlink(missing_ok=True)
         self._memory = None
         self._trim_log(header.seq)
         return header
@@ -280,7 +300,7 @@ class VectorIndex:
         files = {p: open(self._part(p, header.epoch), "r+b") for p in _PARTS}  # noqa: SIM115
         try:
             for p, f in files.items():
-                f.seek(header.n * self._row_bytes(p, header.dim))
+                f.seek(header.n * self._row_bytes(p, header))
                 f.truncate()
             self._write_rows(header, files, fresh, groups, np)
         finally:
@@ -300,6 +320,7 @@ class VectorIndex:
         mat = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         if header.dim == 0:
             header.dim = mat.shape[1]
+            header.sign_bytes = -(-header.dim // 64) * 8
         unit = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
         scale = np.maximum(np.abs(unit).max(axis=1), 1e-12) / 127.0
         codes = np.rint(unit / scale[:, None]).astype(np.int8)
@@ -308,6 +329,7 @@ class VectorIndex:
         files["scales"].write(scale.astype(np.float32).tobytes())
         files["rowids"].write(np.asarray([r[0] for r in rows], dtype=np.int64).tobytes())
         files["groups"].write(np.asarray(codes_of, dtype=np.int32).tobytes())
+        files["signs"].write(_sign_codes(unit, header.sign_bytes, np).tobytes())
         header.n += len(rows)
         header.live += len(rows)
 
@@ -329,32 +351,48 @@ class VectorIndex:
     def _approx_scores(
         self, header: Header, q: Any, wing: str | None, room: str | None
     ) -> tuple[Any, Any]:
-        """int8 cosine estimates for every live row in wing/room (others -inf), and rowids."""
+        """int8 cosine estimates of the candidate rows in wing/room, and their rowids (aligned;
+        -inf marks a row that is not a candidate). The candidates: every live row in wing/room,
+        or from ANN_MIN_ROWS of them on, those nearest by sign codes (module docstring)."""
         import numpy as np
 
-        n, dim = header.n, header.dim
+        n = header.n
         if n == 0:
             return None, None
         arrays = self._small_arrays(header)
-        rowids, groups, scales = arrays["rowids"], arrays["groups"], arrays["scales"]
-        wanted = [
-            i
-            for i, (w, r) in enumerate(header.groups)
-            if (wing is None or w == wing) and (room is None or r == room)
-        ]
+        rowids, groups = arrays["rowids"], arrays["groups"]
         keep = rowids >= 0
         if wing is not None or room is not None:
+            wanted = [
+                i
+                for i, (w, r) in enumerate(header.groups)
+                if (wing is None or w == wing) and (room is None or r == room)
+            ]
             keep &= np.isin(groups, np.asarray(wanted, dtype=np.int32))
+            live = int(np.count_nonzero(keep))
+        else:
+            live = header.live
+        if live == 0:
+            return rowids[:0], rowids[:0]
+        if live < ANN_MIN_ROWS or not header.sign_bytes:
+            if live == header.live:  # every live row: one streamed pass over the codes
+                return self._scan_scores(header, q, keep, arrays), rowids
+            rows = np.flatnonzero(keep)
+        else:
+            rows = self._sign_pool(header, q, keep, live, arrays)
+        return self._row_scores(header, q, rows, arrays), rowids[rows]
+
+    def _scan_scores(self, header: Header, q: Any, keep: Any, arrays: dict[str, Any]) -> Any:
+        """int8 estimates for all header.n rows (-inf where not `keep`), block by block."""
+        import numpy as np
+
+        n, dim, scales = header.n, header.dim, arrays["scales"]
         scores = np.full(n, -np.inf, dtype=np.float32)
-        if not keep.any():
-            return scores[:0], rowids[:0]
         codes = arrays.get("codes")  # kept in memory by a long-lived process
         buf = np.empty((BLOCK_ROWS, dim), dtype=np.int8)
         with open(self._part("codes", header.epoch), "rb") as f:
             for start in range(0, n, BLOCK_ROWS):
                 stop = min(n, start + BLOCK_ROWS)
-                if not keep[start:stop].any():
-                    continue
                 if codes is not None:
                     block = codes[start:stop]
                 else:
@@ -365,7 +403,73 @@ class VectorIndex:
                 # its threads (5x the CPU on a busy machine), and einsum reads int8 directly.
                 scores[start:stop] = np.einsum("ij,j->i", block, q) * scales[start:stop]
         scores[~keep] = -np.inf
-        return scores, rowids
+        return scores
+
+    def _row_scores(self, header: Header, q: Any, rows: Any, arrays: dict[str, Any]) -> Any:
+        """int8 estimates for the rows at positions `rows` (ascending)."""
+        import numpy as np
+
+        dim, scales = header.dim, arrays["scales"]
+        codes = arrays.get("codes")
+        if codes is not None:
+            return np.einsum("ij,j->i", codes[rows], q) * scales[rows]
+        out = np.empty(len(rows), dtype=np.float32)
+        buf = np.empty((BLOCK_ROWS, dim), dtype=np.int8)
+        edges = np.searchsorted(rows, np.arange(0, header.n + BLOCK_ROWS, BLOCK_ROWS))
+        with open(self._part("codes", header.epoch), "rb") as f:
+            fd = f.fileno()
+            for b in range(len(edges) - 1):
+                lo, hi = int(edges[b]), int(edges[b + 1])
+                if lo == hi:
+                    continue
+                part = rows[lo:hi]
+                if hi - lo <= 32:  # a few rows of this block: read just those
+                    block = np.frombuffer(
+                        b"".join(os.pread(fd, dim, int(r) * dim) for r in part), dtype=np.int8
+                    ).reshape(-1, dim)
+                else:
+                    start = b * BLOCK_ROWS
+                    stop = min(header.n, start + BLOCK_ROWS)
+                    f.seek(start * dim)
+                    block = buf[: stop - start]
+                    f.readinto(memoryview(block).cast("B"))
+                    block = block[part - start]
+                out[lo:hi] = np.einsum("ij,j->i", block, q)
+        return out * scales[rows]
+
+    def _sign_pool(
+        self, header: Header, q: Any, keep: Any, live: int, arrays: dict[str, Any]
+    ) -> Any:
+        """Positions (ascending) of the max(POOL_MIN, POOL_SHARE x live) rows in `keep` whose
+        sign codes are nearest to the query's by Hamming distance."""
+        import numpy as np
+
+        n, words = header.n, header.sign_bytes // 8
+        qbits = _sign_codes(q.reshape(1, -1), header.sign_bytes, np)[0]
+        dist = np.empty(n, dtype=np.uint16)
+        signs = arrays.get("signs")  # kept in memory by a long-lived process
+        step = BLOCK_ROWS * 8  # 3 MB of sign codes a block
+        buf = np.empty((step, words), dtype=np.uint64)
+        with open(self._part("signs", header.epoch), "rb") as f:
+            for start in range(0, n, step):
+                stop = min(n, start + step)
+                if signs is not None:
+                    block = signs[start:stop]
+                else:
+                    block = buf[: stop - start]
+                    f.readinto(memoryview(block).cast("B"))
+                d = dist[start:stop]
+                d[:] = _popcount(block[:, 0] ^ qbits[0], np)
+                for w in range(1, words):
+                    d += _popcount(block[:, w] ^ qbits[w], np)
+        far = words * 64 + 1
+        dist[~keep] = far
+        pool = min(live, max(POOL_MIN, int(POOL_SHARE * live)))
+        counts = np.cumsum(np.bincount(dist, minlength=far + 1))
+        cut = int(np.searchsorted(counts, pool))  # rows at distance <= cut: >= pool of them
+        below = np.flatnonzero(dist < cut)
+        at = np.flatnonzero(dist == cut)[: pool - len(below)]
+        return np.union1d(below, at)
 
     def _small_arrays(self, header: Header) -> dict[str, Any]:
         """rowids, groups and scales (16 bytes a drawer) of the first header.n rows. A
@@ -384,7 +488,8 @@ class VectorIndex:
 
     def keep_in_memory(self) -> None:
         """For long-lived processes (MCP server, benchmarks' warm search): also keep the codes
-        in memory (dim bytes a drawer) instead of reading them per search."""
+        and sign codes in memory (dim + dim/8 bytes a drawer) instead of reading them per
+        search."""
         import numpy as np
 
         header = self.current()
@@ -395,14 +500,23 @@ class VectorIndex:
             arrays["codes"] = np.fromfile(
                 self._part("codes", header.epoch), dtype=np.int8, count=header.n * header.dim
             ).reshape(header.n, header.dim)
+        if "signs" not in arrays and header.n and header.sign_bytes:
+            words = header.sign_bytes // 8
+            arrays["signs"] = np.fromfile(
+                self._part("signs", header.epoch), dtype=np.uint64, count=header.n * words
+            ).reshape(header.n, words)
 
     # -- files --------------------------------------------------------------------------------
     def _part(self, name: str, epoch: int) -> Path:
         return self.dir / f"{name}.{epoch}"
 
     @staticmethod
-    def _row_bytes(part: str, dim: int) -> int:
-        return dim if part == "codes" else {"f4": 4, "i8": 8, "i4": 4}[_PARTS[part]]
+    def _row_bytes(part: str, header: Header) -> int:
+        if part == "codes":
+            return header.dim
+        if part == "signs":
+            return header.sign_bytes
+        return {"f4": 4, "i8": 8, "i4": 4}[_PARTS[part]]
 
     def _read_header(self) -> Header | None:
         try:
@@ -427,6 +541,30 @@ class VectorIndex:
 
     def disk_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.dir.glob("*") if p.is_file())
+
+
+def _sign_codes(unit: Any, sign_bytes: int, np: Any) -> Any:
+    """Rows' sign codes: bit j set where component j is positive, packed into 64-bit words
+    (zero bits pad a dimension that is not a multiple of 64)."""
+    packed = np.packbits(unit > 0, axis=1)
+    out = np.zeros((unit.shape[0], sign_bytes), dtype=np.uint8)
+    out[:, : packed.shape[1]] = packed
+    return out.view(np.uint64)
+
+
+_BYTE_BITS: Any = None
+
+
+def _popcount(words: Any, np: Any) -> Any:
+    """Set bits of each uint64 (uint8 counts)."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(words)
+    global _BYTE_BITS
+    if _BYTE_BITS is None:
+        _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(1)
+        _BYTE_BITS = _BYTE_BITS.astype(np.uint8)
+    as_bytes = np.ascontiguousarray(words).view(np.uint8).reshape(-1, 8)
+    return _BYTE_BITS[as_bytes].sum(axis=1, dtype=np.uint8)
 
 
 def _one_dimension(rows: list, dim: int) -> bool:
