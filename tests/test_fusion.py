@@ -83,3 +83,12 @@ def test_each_tuned_model_is_a_model_the_palace_can_use() -> None:
     assert set(BY_MODEL) <= set(MODELS)
     assert for_model("multilingual-e5-small-q4") == DEFAULT
     assert for_model("all-MiniLM-L6-v2").method == "rrf"
+
+
+def test_capped_scores_tie_break_on_similarity_not_on_the_id() -> None:
+    """Two vector hits far above 48 weak ones both reach the z cap; the closer one must
+    still come first (it used to be whichever id sorted first)."""
+    weak = [(f"a{i:02d}", 0.10 + i * 0.0001) for i in range(48)]
+    vector = sorted([("zz-closer", 0.91), ("aa-farther", 0.90), *weak], key=lambda x: -x[1])
+    params = FusionParams(lexical_weight=3.0, z_cap=3.0, one_script_rrf=False)
+    assert fuse(vector, [], params=params)[:2] == ["zz-closer", "aa-farther"]

@@ -11,10 +11,22 @@ from pathlib import Path
 from mempalace_cli.config import mempalace_home, resolve_settings
 
 SEEN: list[Path] = []
+# The one variable the isolation sets besides MEMPALACE_HOME: the test session's own model
+# cache (conftest.py), a pytest temp folder, never the user's ~/.cache.
+CACHE_ENV = "MEMPALACE_CACHE_DIR"
+
+
+def _session_cache_only(tmp_path: Path) -> None:
+    """The cache is a folder of this pytest run (a sibling of the test's own tmp_path)."""
+    assert Path(os.environ[CACHE_ENV]).is_relative_to(tmp_path.parent)
 
 
 def test_every_test_has_its_own_home_and_no_mempalace_variables(tmp_path: Path) -> None:
-    assert [k for k in os.environ if k.startswith("MEMPALACE_") and k != "MEMPALACE_HOME"] == []
+    assert sorted(k for k in os.environ if k.startswith("MEMPALACE_")) == [
+        CACHE_ENV,
+        "MEMPALACE_HOME",
+    ]
+    _session_cache_only(tmp_path)
     home = mempalace_home()
     assert home.is_relative_to(tmp_path) and home.is_dir()
     assert Path.home().is_relative_to(tmp_path)
@@ -40,7 +52,7 @@ def test_a_subprocess_inherits_the_isolation(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     mp_home, user_home, keys = proc.stdout.splitlines()
     assert Path(mp_home).is_relative_to(tmp_path) and Path(user_home).is_relative_to(tmp_path)
-    assert keys == "['MEMPALACE_HOME']"
+    assert keys == f"['{CACHE_ENV}', 'MEMPALACE_HOME']"
 
 
 def test_the_chroma_server_url_stays_readable_through_a_fixture(test_chroma_url: str) -> None:

@@ -228,7 +228,7 @@ class DrawerOps(PalaceCore):
             filt=filt if filt.beyond_place else None,
         )
         scores = self.fuse_candidates(query, vector_hits, lexical_hits)
-        ranked = sorted(scores, key=lambda i: (-scores[i], i))
+        ranked = fusion.order(scores, [(h[0], 1.0 - h[1]) for h in vector_hits], lexical_hits)
         top = ranked[:limit] if max_distance is None else ranked
 
         distances = {h[0]: h[1] for h in vector_hits}
