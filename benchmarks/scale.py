@@ -18,13 +18,16 @@ For each size the script builds a palace in a temporary folder (or --work DIR) a
 The text is real conversation: user and assistant turns of the LongMemEval-S dev haystack
 (../shared/bench, read at run time, never stored here) recombined into 400-800 character
 exchanges; without that file a synthetic generator takes its place. THE SHORTCUT: embedding
-one million chunks with MiniLM on two cores takes hours, so the drawers' vectors come from a
-cheap deterministic stand-in embedder (a hashed bag-of-words random projection, 384 floats,
-unit length), passed in place of the model on the service's own write paths
-(`Palace.add_drawers` for 90% of the drawers, `Palace.mine` of generated files for the other
-10%, which is also what the re-mine reads). Searches from the CLI embed the query with the real
-model, as a user's search does; the recall measurement uses stand-in query vectors so that
-queries and drawers share a space. Writes benchmarks/results/scale.json and scale.md.
+one million chunks with a real model on two cores takes hours, so the drawers' vectors come
+from a cheap deterministic stand-in embedder (a hashed bag-of-words random projection, unit
+length, as many floats as the default model's vectors: 512 for use-multilingual-v3, which the
+palace records as a new user's palace does), passed in place of the model on the service's
+own write paths (`Palace.add_drawers` for 90% of the drawers, `Palace.mine` of generated
+files for the other 10%, which is also what the re-mine reads). Searches from the CLI embed
+the query with the palace's real model, as a user's search does, with the model cache warm
+(this run's own cache folder, emptied before each size's first search, which is reported
+apart); the recall measurement uses stand-in query vectors so that queries and drawers share
+a space. Writes benchmarks/results/scale.json and scale.md.
 """
 
 from __future__ import annotations
@@ -52,9 +55,14 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from perf import dist  # noqa: E402
 
+from mempalace_cli.embedders import DEFAULT_MODEL, MODELS  # noqa: E402
+
 BENCH = REPO.parent.parent / "shared" / "bench"
 LME_FILE = "longmemeval_s_dev50.json.xz"
-DIM = 384
+# The stand-in vectors have the size of the default model's (a new palace records that model,
+# and the CLI embeds its queries with it), so the palace is what a user's new palace would be.
+MODEL = DEFAULT_MODEL
+DIM = MODELS[MODEL].dimension
 QUERIES = [
     "gentle exercises to improve flexibility at home",
     "how do I fix a leaking kitchen faucet",
@@ -129,6 +137,8 @@ class StandInEmbedder:
     drawers that share words get similar vectors (so nearest-neighbour structure is real)."""
 
     BUCKETS = 1 << 15
+    name = "stand-in"
+    dimension = DIM
 
     def __init__(self) -> None:
         import numpy as np
@@ -156,6 +166,9 @@ class StandInEmbedder:
                 out[i] = self.table[idx].sum(axis=0)
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed([text])[0]
 
 
 def stand_in_palace(palace: Path, home: Path, timers: dict[str, float]) -> Any:
@@ -286,9 +299,37 @@ def recall_at_10(p: Any, queries: Any) -> dict[str, Any]:
 
 
 # -- measuring ----------------------------------------------------------------------------------
+# The measured child reports its own peak RSS: VmHWM of its own address space, read at exit.
+# The rusage that wait4 returns is not that: Linux carries the high-water RSS of the address
+# space a process replaces at exec into its ru_maxrss, and subprocess starts children with
+# vfork, so every child's ru_maxrss was at least this (large, palace-building) parent's peak.
+HWM_WRAPPER = """
+import atexit, os, runpy, sys
+def _hwm():
+    with open("/proc/self/status", encoding="ascii") as f:
+        kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    with open(os.environ["SCALE_HWM_FILE"], "w", encoding="ascii") as out:
+        out.write(str(kib))
+atexit.register(_hwm)
+kind, target, *rest = sys.argv[1:]
+if kind == "-m":
+    sys.argv = [target, *rest]
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    sys.argv = ["-c", *rest]
+    exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
+"""
+
+
 def run_with_rss(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """Run a command: wall seconds, CPU seconds (user + system, the child's own rusage: what
-    to compare on a machine other jobs are loading) and peak RSS in MiB."""
+    """Run a Python command (`python -m module ...` or `python -c code ...`): wall seconds,
+    CPU seconds (user + system, the child's own rusage: what to compare on a machine other
+    jobs are loading) and peak RSS in MiB (the child's own VmHWM, see HWM_WRAPPER)."""
+    assert cmd[0] == sys.executable and cmd[1] in ("-m", "-c"), cmd
+    fd, hwm_file = tempfile.mkstemp(prefix="scale-hwm-")
+    os.close(fd)
+    env = {**env, "SCALE_HWM_FILE": hwm_file}
+    cmd = [sys.executable, "-c", HWM_WRAPPER, *cmd[1:]]
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
@@ -306,13 +347,17 @@ def run_with_rss(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
         t.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     out = chunks.get("out", b"").decode("utf-8", "replace")
-    if proc.returncode != 0:
+    try:
+        hwm_kib = int(Path(hwm_file).read_text(encoding="ascii") or 0)
+    finally:
+        os.unlink(hwm_file)
+    if proc.returncode != 0 or not hwm_kib:
         err = chunks.get("err", b"").decode("utf-8", "replace")
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-2000:]}")
+        raise RuntimeError(f"{' '.join(cmd[3:])} failed ({proc.returncode}):\n{err[-2000:]}")
     return {
         "seconds": round(seconds, 3),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "peak_rss_mib": round(hwm_kib / 1024, 1),
         "stdout": out,
     }
 
@@ -330,7 +375,23 @@ def cli(palace: Path, home: Path, *args: str) -> list[str]:
 
 
 def cli_env(home: Path) -> dict[str, str]:
-    return {**os.environ, "MEMPALACE_HOME": str(home)}
+    """The CLI's environment: the palace's home, and a model cache of this run's own (next to
+    the palaces), so that its state is known: empty before a size's first search, warm after."""
+    cache = home.parent.parent / "model-cache"
+    env = {**os.environ, "MEMPALACE_HOME": str(home), "MEMPALACE_CACHE_DIR": str(cache)}
+    # A user's install has its modules' bytecode (pip compiles it; see compile_package); a
+    # PYTHONDONTWRITEBYTECODE inherited from a CI or sandbox shell would make every measured
+    # process compile this package's sources again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def compile_package() -> None:
+    """Write this package's bytecode, as `pip install` does for an installed package (an
+    editable install, this checkout, never gets it while PYTHONDONTWRITEBYTECODE is set)."""
+    import compileall
+
+    compileall.compile_dir(str(REPO / "mempalace_cli"), quiet=1)
 
 
 WARM_SCRIPT = """
@@ -355,6 +416,14 @@ def measure(work: Path, n_queries: int, pool: TurnPool, size: int) -> dict[str, 
     palace, home, corpus = work / "palace", work / "home", work / "corpus"
     env = cli_env(home)
     queries = (QUERIES * 10)[:n_queries]
+    model = palace_model(palace)
+    if model != MODEL:
+        raise RuntimeError(f"the palace records {model!r}, not the default model {MODEL!r}")
+    # A user's first search after installing: the model cache is empty (this run's own cache
+    # folder, emptied here), so the model loads from its package and fills the cache. Every
+    # later search (the ones measured below) is a user's second search: the cache is warm.
+    shutil.rmtree(env["MEMPALACE_CACHE_DIR"], ignore_errors=True)
+    cold_cache = run_with_rss(cli(palace, home, "search", QUERIES[1], "--json"), env)
     # The index built from scratch by a fresh search (after the catalogue was rebuilt, or the
     # first search after an upgrade); later writes only append to it.
     shutil.rmtree(palace / "vector_index", ignore_errors=True)
@@ -373,6 +442,8 @@ def measure(work: Path, n_queries: int, pool: TurnPool, size: int) -> dict[str, 
     recall = recall_at_10(p, stand_in.embed(pool.exchanges(200, seed=size * 13)))
     p.close()
     return {
+        "model": model,
+        "first_search_empty_model_cache": timing([cold_cache]),
         "index_build_search": timing([first]),
         "recall_at_10": recall,
         "fresh_search": timing(fresh),
@@ -386,6 +457,17 @@ def measure(work: Path, n_queries: int, pool: TurnPool, size: int) -> dict[str, 
         "remine_unchanged": timing([remine]),
         "disk": disk(palace),
     }
+
+
+def palace_model(palace: Path) -> str | None:
+    from mempalace_cli.catalog import Catalog
+    from mempalace_cli.service.models import MODEL_META
+
+    catalog = Catalog(palace)
+    try:
+        return catalog.get_meta(MODEL_META)
+    finally:
+        catalog.close()
 
 
 def disk(palace: Path) -> dict[str, Any]:
@@ -422,7 +504,7 @@ def reusable(work: Path, size: int, results_file: Path) -> dict[str, Any] | None
 
 
 VECTOR_ONLY_SCRIPT = """
-import json, resource, sys, time
+import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
 from pathlib import Path
@@ -430,7 +512,7 @@ from mempalace_cli.catalog import Catalog
 from mempalace_cli.vector_index import VectorIndex
 palace, mode = Path(sys.argv[1]), sys.argv[2]
 index = VectorIndex(palace, Catalog(palace).conn)
-q = np.random.default_rng(int(sys.argv[3])).standard_normal(384).astype(np.float32)
+q = np.random.default_rng(int(sys.argv[3])).standard_normal(int(sys.argv[4])).astype(np.float32)
 if mode == "warm":
     index.keep_in_memory()
     index.nearest(q, 50)
@@ -447,7 +529,8 @@ else:
     print(json.dumps({"process_s": t2 - t0, "nearest_s": t2 - t1,
                       "nearest_cpu_s": time.process_time() - c1,
                       "process_cpu_s": time.process_time(),
-                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "peak_rss_mib": next(int(l.split()[1]) for l in open("/proc/self/status")
+                                           if l.startswith("VmHWM:")) / 1024}))
 """
 
 
@@ -478,20 +561,23 @@ def vector_only(size: int, work: Path) -> dict[str, Any]:
     catalog.close()
     env = dict(os.environ)
     t1 = time.perf_counter()
-    built = run_with_rss([sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "fresh", "0"], env)
+    built = run_with_rss(
+        [sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "fresh", "0", str(DIM)], env
+    )
     build_s = time.perf_counter() - t1
     fresh = [
         json.loads(
             run_with_rss(
-                [sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "fresh", str(i)], env
+                [sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "fresh", str(i), str(DIM)],
+                env,
             )["stdout"]
         )
         for i in range(1, 6)
     ]
     warm = json.loads(
-        run_with_rss([sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "warm", "9"], env)[
-            "stdout"
-        ]
+        run_with_rss(
+            [sys.executable, "-c", VECTOR_ONLY_SCRIPT, str(palace), "warm", "9", str(DIM)], env
+        )["stdout"]
     )
     index_bytes = sum(f.stat().st_size for f in (palace / "vector_index").iterdir())
     shutil.rmtree(palace, ignore_errors=True)
@@ -535,10 +621,19 @@ def markdown(results: dict[str, Any]) -> str:
     def cpu(s: dict[str, Any], key: str) -> float:
         return s[key]["cpu"]["p50"]
 
+    row("palace's model (query embedding)", lambda s: f"{s['model']}")
     row("build: drawers/s (stand-in vectors)", lambda s: f"{s['build']['build_drawers_per_s']:,}")
     row(
         "build: Chroma write s / catalogue write s",
         lambda s: f"{s['build']['chroma_write_s']} / {s['build']['catalog_write_s']}",
+    )
+    row(
+        "first search, model cache empty: wall s / CPU s / peak RSS MiB",
+        lambda s: (
+            f"{s['first_search_empty_model_cache']['p50']:.2f} / "
+            f"{cpu(s, 'first_search_empty_model_cache'):.2f} / "
+            f"{s['first_search_empty_model_cache']['peak_rss_mib']:.0f}"
+        ),
     )
     row(
         "fresh search that builds the index from scratch: wall s / CPU s / peak RSS MiB",
@@ -548,7 +643,7 @@ def markdown(results: dict[str, Any]) -> str:
         ),
     )
     row(
-        "**fresh CLI search, wall s p50 / p95**",
+        "**fresh CLI search (model cache warm), wall s p50 / p95**",
         lambda s: f"**{s['fresh_search']['p50']:.2f}** / {s['fresh_search']['p95']:.2f}",
     )
     row(
@@ -658,6 +753,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "scale.json")
     args = ap.parse_args(argv)
     started = time.perf_counter()
+    compile_package()
     pool = TurnPool(args.data)
     work_root = args.work or Path(tempfile.mkdtemp(prefix="mp-scale-"))
     results: dict[str, Any] = {

@@ -376,12 +376,23 @@ class Catalog:
         if match is None:
             return []
         where, params = _where(wing, room, prefix="d.", filt=filt)
-        rows = self.conn.execute(
-            "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawers d "
-            f"ON d.rowid = drawer_fts.rowid WHERE drawer_fts MATCH ? AND {where} "
-            "ORDER BY rank LIMIT ?",
-            [match, *params, limit],
-        )
+        if where == "1":
+            # No filter: rank inside the keyword index first, then look up the ids of the
+            # `limit` best only. Joining first read the drawers row of every match (most of a
+            # palace, for a common word) before the LIMIT; the same rows and scores come out.
+            rows = self.conn.execute(
+                "SELECT d.id, f.rank FROM (SELECT rowid, bm25(drawer_fts) AS rank "
+                "FROM drawer_fts WHERE drawer_fts MATCH ? ORDER BY rank LIMIT ?) AS f "
+                "JOIN drawers d ON d.rowid = f.rowid ORDER BY f.rank",
+                [match, limit],
+            )
+        else:
+            rows = self.conn.execute(
+                "SELECT d.id, bm25(drawer_fts) AS rank FROM drawer_fts JOIN drawers d "
+                f"ON d.rowid = drawer_fts.rowid WHERE drawer_fts MATCH ? AND {where} "
+                "ORDER BY rank LIMIT ?",
+                [match, *params, limit],
+            )
         return [(drawer_id, -rank) for drawer_id, rank in rows]
 
     def query_weight(self, query: str) -> float:

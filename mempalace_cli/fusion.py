@@ -22,7 +22,7 @@ bilingual dev set) in benchmarks/tune_fusion.py; the numbers are in benchmarks/R
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from mempalace_cli.cjk import cjk_share, has_cjk
@@ -120,14 +120,16 @@ def fuse_scores(
     query_script: str = LATIN,
     scripts: Mapping[str, str] | None = None,
     params: FusionParams = DEFAULT,
-    query_weight: float = 0.0,
+    query_weight: float | Callable[[], float] = 0.0,
 ) -> dict[str, float]:
     """Each candidate's rank score (higher ranks first). `vector` holds (id, cosine
     similarity) and `lexical` (id, BM25 score, higher is better), each best first; either
     may be empty. `scripts` maps a candidate's id to its script (LATIN or CJK); a missing id
     counts as the query's script.
     `query_weight` is what a drawer matching every query term scores (Catalog.query_weight);
-    without it the keyword scores are read relative to each other only."""
+    without it the keyword scores are read relative to each other only. It may be a function
+    returning it: only the confidence fusion reads it (one FTS5 count per query term, which
+    grows with the palace), so the rank fusions never compute it."""
     vector, lexical = vector[: params.depth], lexical[: params.depth]
     scripts = scripts or {}
     one_script = all(scripts.get(d, query_script) == query_script for d, _ in (*vector, *lexical))
@@ -136,7 +138,8 @@ def fuse_scores(
     elif params.one_script_rrf and one_script:
         score = _rrf(vector, lexical, params.with_(lexical_weight=params.rrf_lexical_weight))
     else:
-        score = _confidence(vector, lexical, query_script, scripts, params, query_weight)
+        weight = query_weight() if callable(query_weight) else query_weight
+        score = _confidence(vector, lexical, query_script, scripts, params, weight)
     return score
 
 

@@ -337,7 +337,7 @@ class DrawerOps(PalaceCore):
             fusion.script_of(query),
             {i: fusion.script_of(t) for i, t in texts.items()},
             params,
-            self.catalog.query_weight(query) if lexical_hits else 0.0,
+            (lambda: self.catalog.query_weight(query)) if lexical_hits else 0.0,
         )
 
     def _embed_query(self, query: str) -> Any:
