@@ -93,9 +93,11 @@ def ndcg(ranked: list[str], gold: set[str], k: int) -> float:
 
 
 def score(q: dict[str, Any], params: FusionParams) -> dict[str, float]:
+    # A single side is ranked from its own candidates only (a zero weight would still let the
+    # other side's candidates in, ordered by the tie-break).
     ranked = fuse(
-        [tuple(x) for x in q["vector"]],
-        [tuple(x) for x in q["lexical"]],
+        [] if params.vector_weight == 0 else [tuple(x) for x in q["vector"]],
+        [] if params.lexical_weight == 0 else [tuple(x) for x in q["lexical"]],
         q.get("query_script", "latin"),
         # the dumps list non-Latin candidates only; the service passes every candidate's script
         {d: q.get("scripts", {}).get(d, "latin") for d, _ in (*q["vector"], *q["lexical"])},
