@@ -2,7 +2,7 @@
 best `limit`) returns exactly what the form it replaced returned (the FTS5 match joined to the
 drawers table, ranked, then cut at `limit`): the same ids, scores and order, ties included.
 And the query weight (one FTS5 count per query term) is counted only by the fusion that reads
-it."""
+it, once per search."""
 
 from __future__ import annotations
 
@@ -97,8 +97,8 @@ def test_the_query_weight_is_counted_only_by_the_fusion_that_reads_it() -> None:
     assert fusion.fuse_scores(vector, lexical, params=rrf, query_weight=weight) == (
         fusion.fuse_scores(vector, lexical, params=rrf, query_weight=12.0)
     )
-    one_script = fusion.for_model(fusion.USE)  # equal ranks in one script: RRF too
-    fusion.fuse_scores(vector, lexical, params=one_script, query_weight=weight)
+    minilm = fusion.for_model(fusion.MINILM)  # MiniLM palaces rank-fuse every query
+    fusion.fuse_scores(vector, lexical, params=minilm, query_weight=weight)
     assert calls == []
     confidence = fusion.FusionParams(one_script_rrf=False)
     lazy = fusion.fuse_scores(vector, lexical, params=confidence, query_weight=weight)
@@ -106,11 +106,12 @@ def test_the_query_weight_is_counted_only_by_the_fusion_that_reads_it() -> None:
     assert lazy == fusion.fuse_scores(vector, lexical, params=confidence, query_weight=12.0)
 
 
-def test_an_english_search_counts_no_query_weight(
+def test_a_search_counts_the_query_weight_once(
     home: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through the service: a search whose fusion is rank fusion (one script) finds the same
-    drawers without ever counting the query's terms."""
+    """Through the service, on a palace of the default model (USE: the confidence fusion, which
+    reads the query weight): the query's terms are counted once per search, not per
+    candidate."""
     p = open_palace()
     p.add_drawers(
         [
@@ -128,4 +129,4 @@ def test_an_english_search_counts_no_query_weight(
 
     monkeypatch.setattr(Catalog, "query_weight", spy)
     found = p.search("best way to bake sourdough bread", limit=3)
-    assert found["results"] and counted == []
+    assert found["results"] and counted == ["best way to bake sourdough bread"]
