@@ -35,7 +35,11 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
 MAX_TOKENS = 256  # what the reference sentence-transformers model reads
 BATCH_SIZE = 32
-BATCH_TOKENS = 16 * MAX_TOKENS  # padded tokens per model call: bounds memory on long inputs
+# Padded tokens per model call: bounds memory on long inputs. Measured on 600 chunks of 900
+# characters, one process each, two rounds (benchmarks/embed_batch_memory.py): 4 x 256 tokens
+# peaked at 494-519 MiB in 72-77 s CPU, 8 x 256 at 530-533 MiB in 79-83 s, 16 x 256 (before)
+# at 839-871 MiB in 84-86 s: smaller calls cost no time (attention is quadratic in length).
+BATCH_TOKENS = 4 * MAX_TOKENS
 TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 _shared_lock = threading.Lock()
 

@@ -26,7 +26,7 @@ from mempalace_cli.cli.hits import (
 )
 
 SCORES_LEGEND = (
-    "score: the rank score that sets the order (lexical and semantic ranks fused; higher first).",
+    "score: the rank score that sets the order (semantic and keyword sides fused; higher first).",
     "similarity: cosine similarity of query and drawer (0 to 1).",
 )
 
