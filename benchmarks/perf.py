@@ -469,6 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--scale", type=int, default=20000, help="drawers for the scaled search")
     ap.add_argument("--skip-peer", action="store_true")
+    ap.add_argument(
+        "--our-model",
+        default="all-MiniLM-L6-v2",
+        help="our palace's embedding model (default: the peer's weights; use-multilingual-v3 "
+        "is what a new palace gets)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "perf.json")
     args = ap.parse_args(argv)
@@ -480,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}",
         "queries": len(queries),
+        "our_model": args.our_model,
     }
     t_start = time.perf_counter()
     try:
@@ -487,6 +494,10 @@ def main(argv: list[str] | None = None) -> int:
         results["corpus"] = make_corpus(corpus, args.package)
         ours = Ours(work / "our-home")
         (work / "our-home").mkdir()
+        # Same weights as the peer unless asked otherwise (new palaces default to USE).
+        (work / "our-home" / "config.toml").write_text(
+            f'embedding_model = "{args.our_model}"\n', encoding="utf-8"
+        )
         tools: list[tuple[Tool, Path, Path]] = [(ours, work / "our-palace", work / "corpus-ours")]
         if not args.skip_peer:
             peer_home = work / "peer-home"
