@@ -138,13 +138,12 @@ class StandInEmbedder:
 
     BUCKETS = 1 << 15
     name = "stand-in"
-    dimension = DIM
 
-    def __init__(self) -> None:
+    def __init__(self, dimension: int = DIM) -> None:
         import numpy as np
 
-        self.np = np
-        self.table = np.random.default_rng(7).standard_normal((self.BUCKETS, DIM), np.float32)
+        self.np, self.dimension = np, dimension
+        self.table = np.random.default_rng(7).standard_normal((self.BUCKETS, dimension), np.float32)
         self._word = re.compile(r"\w+")
         self._bucket: dict[str, int] = {}
 
@@ -159,7 +158,7 @@ class StandInEmbedder:
 
     def embed(self, texts: list[str], batch_size: int = 0) -> Any:
         np = self.np
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for i, text in enumerate(texts):
             idx = [self.bucket(w) for w in self._word.findall(text.lower())]
             if idx:

@@ -38,38 +38,10 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from perf import dist  # noqa: E402
-from scale import BENCH, QUERIES, TurnPool, run_with_rss  # noqa: E402
+from scale import BENCH, QUERIES, StandInEmbedder, TurnPool, run_with_rss  # noqa: E402
 
 MODELS = {"use": "use-multilingual-v3", "minilm": "all-MiniLM-L6-v2"}
 BATCH = 1000
-
-
-class StandIn:
-    """Hashed bag-of-words random projection of the model's dimension (see scale.py)."""
-
-    def __init__(self, dim: int) -> None:
-        import numpy as np
-
-        self.np, self.dim = np, dim
-        self.table = np.random.default_rng(7).standard_normal((1 << 15, dim), np.float32)
-
-    def ensure_loaded(self) -> None:
-        pass
-
-    def embed(self, texts: list[str], batch_size: int = 0) -> Any:
-        import zlib
-
-        np = self.np
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            idx = [zlib.crc32(w.encode()) % (1 << 15) for w in text.lower().split()]
-            if idx:
-                out[i] = self.table[idx].sum(axis=0)
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        return out
-
-    def embed_query(self, text: str) -> Any:
-        return self.embed([text])[0]
 
 
 def build(work: Path, model: str, drawers: int, pool: TurnPool) -> dict[str, Any]:
@@ -80,7 +52,7 @@ def build(work: Path, model: str, drawers: int, pool: TurnPool) -> dict[str, Any
     home, palace = work / "home", work / "palace"
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(f'embedding_model = "{model}"\n', encoding="utf-8")
-    stand_in = StandIn(REGISTRY[model].dimension)
+    stand_in = StandInEmbedder(REGISTRY[model].dimension)
 
     class StandInPalace(Palace):
         @property

@@ -56,6 +56,12 @@ class FusionParams:
     one_script_rrf: bool = True
     rrf_lexical_weight: float = 2.0
 
+    @property
+    def reads_scripts(self) -> bool:
+        """False for plain rank fusion, which never looks at a candidate's script: the caller
+        can skip reading candidate texts to tell their scripts."""
+        return self.method != "rrf"
+
     def with_(self, **changes: float | int | str) -> FusionParams:
         return replace(self, **changes)  # type: ignore[arg-type]
 

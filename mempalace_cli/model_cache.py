@@ -1,5 +1,5 @@
-"""A per-user cache of embedding models in a ready-to-map form, so a fresh process (one CLI
-search) does not decompress and parse a model's files again.
+"""A cache of embedding models (under MEMPALACE_HOME) in a ready-to-map form, so a fresh
+process (one CLI search) does not decompress and parse a model's files again.
 
 An entry is a folder named after the model and a key (`<model>-<16 hex>`): the key hashes
 everything its content is derived from (the model package's version and its files' sizes and
@@ -16,7 +16,7 @@ is then rebuilt.
 The cache only ever saves time: every failure to read or write it (no such folder, a
 read-only or full disk, a damaged entry) falls back to loading the model from its package.
 
-Where: $MEMPALACE_CACHE_DIR, else $XDG_CACHE_HOME/mempalace-cli, else ~/.cache/mempalace-cli.
+Where: $MEMPALACE_CACHE_DIR, else <MEMPALACE_HOME>/cache (default ~/.mempalace/cache).
 MEMPALACE_MODEL_CACHE=0 turns it off (the model loads from its package every time, as before).
 """
 
@@ -52,12 +52,12 @@ def enabled() -> bool:
 
 
 def cache_root() -> Path:
+    """Under the one root (MEMPALACE_HOME) unless MEMPALACE_CACHE_DIR says otherwise (several
+    homes on one machine, or a test session, can share one cache)."""
+    from mempalace_cli.config import mempalace_home
+
     raw = os.environ.get(CACHE_DIR_ENV)
-    if raw:
-        return Path(raw).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "mempalace-cli"
+    return Path(raw).expanduser() if raw else mempalace_home() / "cache"
 
 
 def entry_dir(model: str, parts: dict[str, Any]) -> Path:

@@ -388,20 +388,11 @@ class VectorIndex:
 
         n, dim, scales = header.n, header.dim, arrays["scales"]
         scores = np.full(n, -np.inf, dtype=np.float32)
-        codes = arrays.get("codes")  # kept in memory by a long-lived process
         buf = np.empty((BLOCK_ROWS, dim), dtype=np.int8)
-        with open(self._part("codes", header.epoch), "rb") as f:
-            for start in range(0, n, BLOCK_ROWS):
-                stop = min(n, start + BLOCK_ROWS)
-                if codes is not None:
-                    block = codes[start:stop]
-                else:
-                    f.seek(start * dim)
-                    block = buf[: stop - start]
-                    f.readinto(memoryview(block).cast("B"))
-                # einsum, not `@`: a matrix-vector product through multi-threaded BLAS spins
-                # its threads (5x the CPU on a busy machine), and einsum reads int8 directly.
-                scores[start:stop] = np.einsum("ij,j->i", block, q) * scales[start:stop]
+        for start, stop, block in self._blocks("codes", header, arrays.get("codes"), buf):
+            # einsum, not `@`: a matrix-vector product through multi-threaded BLAS spins its
+            # threads (5x the CPU on a busy machine), and einsum reads int8 directly.
+            scores[start:stop] = np.einsum("ij,j->i", block, q) * scales[start:stop]
         scores[~keep] = -np.inf
         return scores
 
@@ -447,21 +438,12 @@ class VectorIndex:
         n, words = header.n, header.sign_bytes // 8
         qbits = _sign_codes(q.reshape(1, -1), header.sign_bytes, np)[0]
         dist = np.empty(n, dtype=np.uint16)
-        signs = arrays.get("signs")  # kept in memory by a long-lived process
-        step = BLOCK_ROWS * 8  # 3 MB of sign codes a block
-        buf = np.empty((step, words), dtype=np.uint64)
-        with open(self._part("signs", header.epoch), "rb") as f:
-            for start in range(0, n, step):
-                stop = min(n, start + step)
-                if signs is not None:
-                    block = signs[start:stop]
-                else:
-                    block = buf[: stop - start]
-                    f.readinto(memoryview(block).cast("B"))
-                d = dist[start:stop]
-                d[:] = _popcount(block[:, 0] ^ qbits[0], np)
-                for w in range(1, words):
-                    d += _popcount(block[:, w] ^ qbits[w], np)
+        buf = np.empty((BLOCK_ROWS * 8, words), dtype=np.uint64)  # 3 MB of sign codes a block
+        for start, stop, block in self._blocks("signs", header, arrays.get("signs"), buf):
+            d = dist[start:stop]
+            d[:] = _popcount(block[:, 0] ^ qbits[0], np)
+            for w in range(1, words):
+                d += _popcount(block[:, w] ^ qbits[w], np)
         far = words * 64 + 1
         dist[~keep] = far
         pool = min(live, max(POOL_MIN, int(POOL_SHARE * live)))
@@ -470,6 +452,23 @@ class VectorIndex:
         below = np.flatnonzero(dist < cut)
         at = np.flatnonzero(dist == cut)[: pool - len(below)]
         return np.union1d(below, at)
+
+    def _blocks(
+        self, part: str, header: Header, kept: Any, buf: Any
+    ) -> Iterator[tuple[int, int, Any]]:
+        """(start, stop, rows) of a part file's first header.n rows, len(buf) rows at a time:
+        slices of `kept` (a long-lived process keeps the part in memory), else read into `buf`
+        so memory does not grow with the palace."""
+        n, step = header.n, len(buf)
+        with open(self._part(part, header.epoch), "rb") as f:
+            for start in range(0, n, step):
+                stop = min(n, start + step)
+                if kept is not None:
+                    yield start, stop, kept[start:stop]
+                    continue
+                block = buf[: stop - start]
+                f.readinto(memoryview(block).cast("B"))
+                yield start, stop, block
 
     def _small_arrays(self, header: Header) -> dict[str, Any]:
         """rowids, groups and scales (16 bytes a drawer) of the first header.n rows. A

@@ -4,8 +4,8 @@ The wheel carries the weights (uint8 tables dequantised per batch) and a pure-Py
 SentencePiece tokenizer; the forward pass is numpy matrix products (OpenBLAS), limited to
 one BLAS thread per call. One model object per process, guarded by a lock: its tokenizer and scratch
 buffers are not meant to be shared between threads. A fresh process maps the model from the
-per-user model cache (use_cache.py, model_cache.py) instead of decompressing and parsing the
-package's files; the first load from the package writes that cache.
+model cache under MEMPALACE_HOME (use_cache.py, model_cache.py) instead of decompressing and
+parsing the package's files; the first load from the package writes that cache.
 """
 
 from __future__ import annotations

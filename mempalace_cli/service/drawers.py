@@ -328,14 +328,17 @@ class DrawerOps(PalaceCore):
         Without `params`, the fusion chosen for the palace's model."""
         if params is None:
             params = fusion.for_model(self.binding().model)
-        ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
-        texts = {i: r.text for i, r in self.catalog.get(ids).items()}
-        texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts})
+        scripts: dict[str, str] = {}
+        if params.reads_scripts:  # rank fusion (MiniLM palaces) needs no candidate texts
+            ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
+            texts = {i: r.text for i, r in self.catalog.get(ids).items()}
+            texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts})
+            scripts = {i: fusion.script_of(t) for i, t in texts.items()}
         return fusion.fuse_scores(
             [(h[0], 1.0 - h[1]) for h in vector_hits],
             lexical_hits,
             fusion.script_of(query),
-            {i: fusion.script_of(t) for i, t in texts.items()},
+            scripts,
             params,
             (lambda: self.catalog.query_weight(query)) if lexical_hits else 0.0,
         )
