@@ -5,9 +5,15 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.markup import escape
 
-from mempalace_cli.cli.env import CONTEXT_SETTINGS, JSON_HELP, get_env, json_option, print_json
+from mempalace_cli.cli.env import (
+    CONTEXT_SETTINGS,
+    JSON_HELP,
+    escape,
+    get_env,
+    json_option,
+    print_json,
+)
 
 diary_app = typer.Typer(
     help="An agent's diary: entries are drawers in wing_<agent> / diary, searchable too.\n\n"

@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.markup import escape
-from rich.text import Text
 
-from mempalace_cli.cli.env import JSON_HELP, Env, get_env, json_option, print_json
+from mempalace_cli.cli.env import JSON_HELP, Env, escape, get_env, json_option, print_json
 from mempalace_cli.cli.hits import INDENT, drawer_lines, print_indented, where_label
 from mempalace_cli.errors import InvalidInputError
 
@@ -52,6 +50,8 @@ def show(
 
 
 def render_drawer(env: Env, drawer: dict[str, Any], neighbours: dict[str, Any]) -> None:
+    from rich.text import Text
+
     out = env.out
     meta = drawer.get("metadata") or {}
     out.print(

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from mempalace_cli import errors
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mempalace_cli.service import Palace
 
 # Exit statuses, one table for the whole CLI.
@@ -65,17 +65,37 @@ class Env:
     chroma_ca_file: str | None = None
     chroma_database: str | None = None
     json: bool = False  # --json given before the sub-command
-    out: Console = field(default_factory=lambda: Console(soft_wrap=False))
-    err: Console = field(default_factory=lambda: Console(stderr=True))
     _palace: Palace | None = None
+    # rich costs ~70 ms to import: made on first use, so `--json` output never pays for it.
+    _out: Console | None = field(default=None, repr=False)
+    _err: Console | None = field(default=None, repr=False)
+    _quiet: bool = False
+
+    @property
+    def out(self) -> Console:
+        if self._out is None:
+            from rich.console import Console
+
+            self._out = Console(soft_wrap=False)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(stderr=True, quiet=self._quiet)
+        return self._err
 
     def set_quiet(self, quiet: bool) -> None:
         """--quiet: no progress, no notes on stderr; results and errors still print."""
-        self.err.quiet = quiet
+        self._quiet = quiet
+        if self._err is not None:
+            self._err.quiet = quiet
 
     @property
     def quiet(self) -> bool:
-        return self.err.quiet
+        return self._quiet
 
     @property
     def interactive(self) -> bool:
@@ -138,7 +158,16 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def escape(text: str) -> str:
+    """rich's markup escape, imported when first needed (see Env)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def _print_problem(label: str, message: str, hint: str | None) -> None:
+    from rich.console import Console
+
     err = Console(stderr=True, soft_wrap=True)
     err.print(f"[bold red]{label}[/] {escape(message)}", highlight=False)
     if hint:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.passages import best_passage, query_terms, term_spans
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 HIGHLIGHT = "bold yellow"
 INDENT = 3
@@ -64,6 +65,8 @@ def fit_path(label: str, width: int) -> str:
 
 
 def highlighted(line: str, terms: set[str]) -> Text:
+    from rich.text import Text
+
     text = Text(line)
     for start, end in term_spans(line, terms):
         text.stylize(HIGHLIGHT, start, end)
@@ -75,6 +78,8 @@ def numbered_lines(
 ) -> list[Text]:
     """Each line after its source line number; a long line wraps at word boundaries and
     continues under itself, not under the number. No trailing padding."""
+    from rich.text import Text
+
     last = "" if first_number is None else str(first_number + len(lines) - 1)
     gutter = len(last)
     room = max(width - gutter - 3, 10)
@@ -95,6 +100,8 @@ def drawer_lines(
 ) -> list[Text]:
     """The passage of the drawer that best matches `query` (or all of it with `full`), with
     ⋮ marking drawer lines left out."""
+    from rich.text import Text
+
     text = item.get("text") or ""
     terms = query_terms(query) if query else set()
     meta = item.get("metadata") or {}
@@ -112,6 +119,8 @@ def drawer_lines(
 
 
 def print_indented(console: Console, lines: list[Text], indent: int = INDENT) -> None:
+    from rich.text import Text
+
     for line in lines:
         console.print(Text(" " * indent) + line, no_wrap=True, overflow="crop")
 
@@ -119,6 +128,8 @@ def print_indented(console: Console, lines: list[Text], indent: int = INDENT) ->
 def wrap_segments(segments: list[Text], width: int, indent: int = INDENT) -> Text:
     """Segments joined by three spaces on one line while they fit, else continued on the
     next line (indented): a label is never parted from its value."""
+    from rich.text import Text
+
     line = Text()
     used = 0
     for segment in segments:

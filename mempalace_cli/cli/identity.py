@@ -6,9 +6,8 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from mempalace_cli.cli.env import get_env, json_option, print_json
+from mempalace_cli.cli.env import escape, get_env, json_option, print_json
 from mempalace_cli.errors import NotFoundError
 
 

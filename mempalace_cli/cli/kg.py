@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from mempalace_cli.cli.env import (
     CONTEXT_SETTINGS,
     JSON_HELP,
     Env,
     did_you_mean,
+    escape,
     get_env,
     json_option,
     print_json,
     report_not_found,
 )
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 DATE_HELP = "YYYY-MM-DD or an ISO datetime."
 
@@ -39,6 +41,8 @@ def _interval(fact: dict[str, Any]) -> str:
 
 
 def _facts_table(title: str, facts: list[dict[str, Any]], with_direction: bool) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", pad_edge=False, box=None)
     if with_direction:
         table.add_column("dir", no_wrap=True)
@@ -259,6 +263,8 @@ def render_stats(env: Env, result: dict[str, Any]) -> None:
         highlight=False,
     )
     if result["predicates"]:
+        from rich.table import Table
+
         table = Table("predicate", "facts", box=None, pad_edge=False)
         for name, n in result["predicates"].items():
             table.add_row(name, str(n))

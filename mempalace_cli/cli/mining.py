@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from mempalace_cli.cli.env import EXIT_INTERRUPTED, JSON_HELP, Env, get_env, json_option, print_json
-from mempalace_cli.cli.mine_progress import MineProgress
+from mempalace_cli.cli.env import (
+    EXIT_INTERRUPTED,
+    JSON_HELP,
+    Env,
+    escape,
+    get_env,
+    json_option,
+    print_json,
+)
 from mempalace_cli.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def init(
@@ -51,6 +58,8 @@ def init(
         )
     out.print(f"Wing: [cyan]{result['wing']}[/]")
     if result["rooms"]:
+        from rich.table import Table
+
         table = Table("room", "keywords", box=None, pad_edge=False)
         for room in result["rooms"]:
             table.add_row(room["name"], ", ".join(room["keywords"]))
@@ -114,6 +123,9 @@ def mine(
 
         watch_folder(env, directory, wing, agent, mode, poll, json_output)
         return
+    # Imported here: its columns subclass rich's, and rich is slow to import (see Env).
+    from mempalace_cli.cli.mine_progress import MineProgress
+
     progress = MineProgress(progress_console(env, json_output))
     try:
         report = env.palace().mine(
@@ -135,6 +147,8 @@ def mine(
             print_json({"error": {"message": what, "hint": resume, "kind": "interrupted"},
                         "kept": kept})  # fmt: skip
         else:
+            from rich.console import Console
+
             Console(stderr=True, soft_wrap=True).print(message, highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
@@ -153,6 +167,8 @@ def progress_console(env: Env, json_output: bool) -> Console | None:
 
 
 def render_mine_report(env: Env, report: dict[str, Any]) -> None:
+    from rich.table import Table
+
     out = env.out
     files, drawers = report["files"], report["drawers"]
     title = "Dry run: nothing was written." if report["dry_run"] else "Mined"

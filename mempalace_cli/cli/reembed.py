@@ -5,15 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
 
 from mempalace_cli.cli.env import Env, get_env, print_json
 
@@ -25,6 +16,15 @@ class _ReembedProgress:
     """A progress bar with an ETA on stderr, fed by the service's reembed events."""
 
     def __init__(self, env: Env) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self.progress = Progress(
             TextColumn("[bold]re-embedding[/]"),
             BarColumn(),
@@ -85,7 +85,7 @@ def reembed(
     Example: mempalace reembed --model use-multilingual-v3
     """
     env = get_env(ctx)
-    bar = _ReembedProgress(env) if env.err.is_terminal and not json_output else None
+    bar = _ReembedProgress(env) if not json_output and env.err.is_terminal else None
     counter = _Counter(bar)
     try:
         report = env.palace().reembed(model, force=force, progress=counter)
@@ -129,6 +129,8 @@ def models(
     if json_output:
         print_json(report)
         return
+    from rich.table import Table
+
     table = Table("model", "dim", "languages", "", box=None, pad_edge=False)
     for m in report["models"]:
         marks = []

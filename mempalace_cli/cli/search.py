@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.text import Text
-from rich.tree import Tree
 
 from mempalace_cli.cli.env import (
     JSON_HELP,
@@ -24,6 +22,9 @@ from mempalace_cli.cli.hits import (
     where_label,
     wrap_segments,
 )
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 SCORES_LEGEND = (
     "score: the rank score that sets the order (semantic and keyword sides fused; higher first).",
@@ -110,6 +111,8 @@ def _filter_words(result: dict[str, Any]) -> str:
 
 
 def render_results(env: Env, result: dict[str, Any], full: bool = False) -> None:
+    from rich.text import Text
+
     out = env.out
     if not result["results"]:
         out.print(
@@ -133,6 +136,8 @@ def render_results(env: Env, result: dict[str, Any], full: bool = False) -> None
 
 
 def _header(rank: int, item: dict[str, Any]) -> list[Text]:
+    from rich.text import Text
+
     sim = item.get("similarity")
     score = item.get("rank_score")
     place = Text(f"{rank:>2}. ", style="bold")
@@ -168,6 +173,8 @@ def status(
     checked = result.get("verified")
     if checked is not None:
         env.out.print(_verified_line(checked), highlight=False)
+    from rich.tree import Tree
+
     tree = Tree(f"[bold]{result['palace_path']}[/]  {result['total_drawers']} drawers")
     for wing, rooms in sorted(result["taxonomy"].items()):
         branch = tree.add(f"[cyan]{wing}[/]  {result['wings'][wing]}")

@@ -7,14 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
-from rich.tree import Tree
 
 from mempalace_cli import errors
 from mempalace_cli.cli.env import (
     Env,
     did_you_mean,
+    escape,
     get_env,
     json_option,
     print_json,
@@ -112,6 +110,8 @@ def _label(item: dict[str, Any]) -> str:
 
 
 def render_walk(env: Env, result: dict[str, Any]) -> None:
+    from rich.tree import Tree
+
     items = result["results"]
     tree = Tree(_label(items[0]) + "  [dim](start)[/]")
     nodes = {items[0]["room"]: tree}
@@ -134,6 +134,8 @@ def render_tunnels(env: Env, result: dict[str, Any]) -> None:
         env.out.print(f"No rooms{scope} are shared by two or more wings.", highlight=False)
         return
     title = f"Tunnels{' of ' + between if between else ''}: {result['count']}"
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", box=None, pad_edge=False)
     table.add_column("room", no_wrap=True)
     table.add_column("drawers", justify="right")
@@ -151,6 +153,8 @@ def render_stats(env: Env, result: dict[str, Any]) -> None:
         highlight=False,
     )
     if result["rooms_per_wing"]:
+        from rich.table import Table
+
         table = Table("wing", "rooms", box=None, pad_edge=False)
         for wing, n in result["rooms_per_wing"].items():
             table.add_row(escape(wing), str(n))
