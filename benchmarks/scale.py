@@ -57,7 +57,7 @@ from perf import dist  # noqa: E402
 
 from mempalace_cli.embedders import DEFAULT_MODEL, MODELS  # noqa: E402
 
-BENCH = REPO.parent.parent / "shared" / "bench"
+BENCH = REPO.parent / "shared" / "bench"  # ../shared/bench, beside the checkout
 LME_FILE = "longmemeval_s_dev50.json.xz"
 # The stand-in vectors have the size of the default model's (a new palace records that model,
 # and the CLI embeds its queries with it), so the palace is what a user's new palace would be.
@@ -104,6 +104,7 @@ class TurnPool:
             self.source += f"{len(self.assistant)} assistant)"
         else:
             self.source = "synthetic (no LongMemEval file found)"
+            print(f"warning: {path} not found; using synthetic text", file=sys.stderr)
             rng = random.Random(1)
             words = "plan garden travel budget recipe camera puppy novel sleep interview".split()
             words += "project deadline python server backup weekend music guitar coffee".split()
@@ -399,6 +400,7 @@ from mempalace_cli.service import open_palace
 p = open_palace(sys.argv[1])
 queries = json.loads(sys.argv[2])
 p.vector_index().keep_in_memory()
+p.stay_warm()
 for q in queries[:3]:
     p.search(q)
 wall, cpu = [], []

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mempalace_cli import lexical_topk
 from mempalace_cli.cjk import CJK_RUN, bigrams, index_text, is_question_gram
 from mempalace_cli.filters import DrawerFilter
 from mempalace_cli.sqlite_db import open_palace_db
+from mempalace_cli.term_postings import TermPostings
 
 # One-time notices (an index upgrade) go to stderr through logging: the core prints nothing.
 notices = logging.getLogger("mempalace.notice")
@@ -79,6 +81,7 @@ INDEX_TEXT_FN = "mp_index_text"
 # Meta key naming how the keyword index splits text; a catalogue indexed another way (or made
 # before CJK splitting) is re-indexed once when opened.
 FTS_META = "fts_tokens"
+VECTOR_LOG_TOKEN = "vector_log_token"  # vector_index.py's TOKEN_META: the change log's owner
 FTS_TOKENS = "porter-unicode61+cjk-bigrams-1"
 _FTS_STATEMENTS = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS drawer_fts USING fts5(text, content='drawers', "
@@ -191,6 +194,8 @@ class Catalog:
     def __init__(self, palace_path: Path) -> None:
         self.path = palace_path / CATALOG_FILE
         self._conn: sqlite3.Connection | None = None
+        self._keep_postings = False
+        self._postings: TermPostings | None = None
 
     # -- connection -------------------------------------------------------------------------
     @property
@@ -214,6 +219,29 @@ class Catalog:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        self._postings = None
+
+    def keep_postings(self) -> None:
+        """For a long-lived process: keep common words' postings in memory and rank the
+        keyword side from them in a big palace (term_postings.py)."""
+        self._keep_postings = True
+
+    def _kept_postings(self) -> TermPostings | None:
+        if not self._keep_postings:
+            return None
+        if self._postings is None or self._postings.conn is not self.conn:
+            self._postings = TermPostings(self.conn, index_text)
+        return self._postings
+
+    def log_position(self) -> tuple[str, int] | None:
+        """(catalogue token, last change-log sequence number) of vector_index.py's log, read
+        only; None before the log exists."""
+        try:
+            token = self.get_meta(VECTOR_LOG_TOKEN)
+            last = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return (token, int(last[0])) if token else None
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -372,10 +400,23 @@ class Catalog:
         filt: DrawerFilter | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 ranking of drawers for `query`: [(drawer_id, score)], best first, score > 0."""
-        match = fts_query(query)
-        if match is None:
+        terms = fts_terms(query)
+        if not terms:
             return []
+        match = " OR ".join(terms)
         where, params = _where(wing, room, prefix="d.", filt=filt)
+        rows = lexical_topk.indexed_rows(self.conn)
+        # A long-lived process over a big palace: common words from memory (term_postings.py).
+        postings = self._kept_postings() if where == "1" else None
+        position = self.log_position() if postings is not None else None
+        if postings is not None and position is not None:
+            kept = postings.top(terms, limit, rows, position)
+            if kept is not None:
+                return kept
+        # A big palace: the same ranking from queries that score fewer rows (lexical_topk.py).
+        split = lexical_topk.top_k(self.conn, terms, limit, where, params, rows)
+        if split is not None:
+            return split
         if where == "1":
             # No filter: rank inside the keyword index first, then look up the ids of the
             # `limit` best only. Joining first read the drawers row of every match (most of a
@@ -402,12 +443,15 @@ class Catalog:
         terms = fts_terms(query)
         if not terms:
             return 0.0
-        total = self.conn.execute("SELECT COUNT(*) FROM drawers").fetchone()[0]
+        total = lexical_topk.indexed_rows(self.conn)  # bm25()'s own count, read, not scanned
         weight = 0.0
+        postings = self._kept_postings()
         for term in terms:
-            n = self.conn.execute(
-                "SELECT COUNT(*) FROM drawer_fts WHERE drawer_fts MATCH ?", (term,)
-            ).fetchone()[0]
+            n = postings.held(term) if postings is not None else None
+            if n is None:
+                n = self.conn.execute(
+                    "SELECT COUNT(*) FROM drawer_fts WHERE drawer_fts MATCH ?", (term,)
+                ).fetchone()[0]
             weight += max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) if n else 0.0
         return weight
 

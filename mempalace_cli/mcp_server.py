@@ -67,6 +67,7 @@ class PalaceTools:
 
     def __init__(self, palace: Palace) -> None:
         self.palace = palace
+        palace.stay_warm()  # a server searches again and again: keep common words' postings
         # One palace object, many worker threads: one call at a time keeps the shared SQLite
         # connections and Chroma client safe; the palace lock still guards other processes.
         self._calls = threading.RLock()

@@ -49,9 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mempalace_cli.catalog import VECTOR_LOG_TOKEN
+
 INDEX_DIR = "vector_index"
 FORMAT = 2  # 2: sign codes (signs.<epoch>) beside the int8 codes; an older index rebuilds once
-TOKEN_META = "vector_log_token"
+TOKEN_META = VECTOR_LOG_TOKEN  # meta key naming the catalogue the log belongs to
 BLOCK_ROWS = 8192  # rows scored per block: ~3 MB of codes, ~12 MB as float32
 RESCORE_FACTOR = 4  # int8 candidates kept per result wanted, then ranked exactly
 MIN_RESCORE = 200
@@ -196,6 +198,10 @@ class VectorIndex:
             return self._apply(header)
 
     # -- bringing it up to date ---------------------------------------------------------------
+    def log_position(self) -> tuple[str, int]:
+        """(catalogue token, last change-log sequence number), creating the log if needed."""
+        return self._log_position()
+
     def _log_position(self) -> tuple[str, int]:
         """(catalogue token, last log sequence number), creating the log on first use."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (TOKEN_META,)).fetchone()

@@ -410,6 +410,11 @@ class DrawerOps(PalaceCore):
             return [(i, d, "", {}) for i, d in nearest]
         return self._catalog_vector_hits_in_memory(query_vec, depth, wing, room, distances, filt)
 
+    def stay_warm(self) -> None:
+        """For a long-lived process (the MCP server): keep what repeated searches reuse in
+        memory; today the common words' postings of a big palace (term_postings.py)."""
+        self.catalog.keep_postings()
+
     def vector_index(self) -> VectorIndex:
         """The palace's vector index, bound to the current catalogue connection."""
         index = getattr(self, "_vector_index", None)
