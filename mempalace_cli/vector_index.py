@@ -121,6 +121,7 @@ class VectorIndex:
         self.dir = palace_path / INDEX_DIR
         self.conn = conn
         self._memory: tuple[tuple[int, int, int], dict[str, Any]] | None = None
+        self._keep = False  # keep_in_memory(): codes and sign codes too, kept across writes
 
     # -- public ------------------------------------------------------------------------------
     def nearest(
@@ -477,39 +478,53 @@ class VectorIndex:
                 yield start, stop, block
 
     def _small_arrays(self, header: Header) -> dict[str, Any]:
-        """rowids, groups and scales (16 bytes a drawer) of the first header.n rows. A
-        long-lived process keeps them, and the codes, while the header stays the same."""
+        """rowids, groups and scales (16 bytes a drawer) of the first header.n rows, and with
+        keep_in_memory() the codes and sign codes. A long-lived process keeps them while the
+        header stays the same; after appends (same epoch) it reads only the new rows, and the
+        rowids again (tombstones are written into them in place)."""
         import numpy as np
 
         key = (header.epoch, header.n, header.seq)
         if self._memory is not None and self._memory[0] == key:
             return self._memory[1]
-        out = {
-            p: np.fromfile(self._part(p, header.epoch), dtype=_PARTS[p], count=header.n)
-            for p in ("rowids", "groups", "scales")
-        }
-        self._memory = (key, out)
-        return out
+        parts = ["rowids", "groups", "scales"] + (["codes", "signs"] if self._keep else [])
+        old = self._memory
+        if old is not None and old[0][0] == header.epoch and old[0][1] <= header.n:
+            start, arrays = old[0][1], dict(old[1])
+        else:
+            start, arrays = 0, {}
+        for part in parts:
+            width = self._row_bytes(part, header) // np.dtype(_PARTS[part]).itemsize
+            if not width or not header.n:
+                continue  # an empty index: no codes to keep
+            # Rows before `start` are unchanged, except rowids (tombstones are written in place).
+            first = 0 if part == "rowids" or part not in arrays else start
+            fresh = np.fromfile(
+                self._part(part, header.epoch),
+                dtype=_PARTS[part],
+                count=(header.n - first) * width,
+                offset=first * self._row_bytes(part, header),
+            )
+            if width > 1:
+                fresh = fresh.reshape(-1, width)
+            arrays[part] = fresh if first == 0 else np.concatenate([arrays[part], fresh])
+        self._memory = (key, arrays)
+        return arrays
+
+    def keep_codes(self) -> None:
+        """For long-lived processes (the MCP server): from the next search on, keep the codes
+        and sign codes in memory (dim + dim/8 bytes a drawer) instead of reading them per
+        search, and keep them across later writes (only appended rows are read)."""
+        if not self._keep:
+            self._keep = True
+            self._memory = None
 
     def keep_in_memory(self) -> None:
-        """For long-lived processes (MCP server, benchmarks' warm search): also keep the codes
-        and sign codes in memory (dim + dim/8 bytes a drawer) instead of reading them per
-        search."""
-        import numpy as np
-
+        """keep_codes(), and read them now (benchmarks' warm search)."""
+        self.keep_codes()
         header = self.current()
-        if header is None:
-            return
-        arrays = self._small_arrays(header)
-        if "codes" not in arrays and header.n:
-            arrays["codes"] = np.fromfile(
-                self._part("codes", header.epoch), dtype=np.int8, count=header.n * header.dim
-            ).reshape(header.n, header.dim)
-        if "signs" not in arrays and header.n and header.sign_bytes:
-            words = header.sign_bytes // 8
-            arrays["signs"] = np.fromfile(
-                self._part("signs", header.epoch), dtype=np.uint64, count=header.n * words
-            ).reshape(header.n, words)
+        if header is not None:
+            self._small_arrays(header)
 
     # -- files --------------------------------------------------------------------------------
     def _part(self, name: str, epoch: int) -> Path:

@@ -133,6 +133,62 @@ def test_a_write_by_another_process_is_visible_to_the_next_search(
     server.close()
 
 
+def test_a_warm_server_keeps_its_codes_true_across_writes_by_other_processes(
+    palace: Path, home: Path, embedder: Embedder
+) -> None:
+    """stay_warm() (the MCP server) keeps the codes in memory; another process's appends are
+    read as new rows only, its deletions as tombstones, and the ranking stays exact."""
+    server = open_palace(str(palace))
+    server.stay_warm()
+    server.search("quokka night tours", mode="vector", limit=3)
+    index = server.vector_index()
+    assert index._memory is not None and "codes" in index._memory[1]
+    kept_before = index._memory[1]["codes"]
+    added = []
+    for text in (
+        "The quokka sanctuary opens its night tours on Thursdays.",
+        "Night tours at the wombat rescue start at nine.",
+    ):
+        script = (
+            "import sys; from mempalace_cli.service import open_palace; "
+            "p = open_palace(sys.argv[1]); "
+            "print(p.add_drawer('zoo', 'animals', sys.argv[2])['drawer_id'])"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", script, str(palace), text],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MEMPALACE_HOME": str(home)},
+            timeout=180,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        added.append(proc.stdout.strip())
+    warm = server.search("quokka night tours", mode="vector", limit=10)["results"]
+    assert warm[0]["drawer_id"] == added[0]
+    vec = embedder.embed(["quokka night tours"])[0]
+    assert [r["drawer_id"] for r in warm] == [i for i, _ in exact_top(server, vec, 10)]
+    codes = index._memory[1]["codes"]
+    assert len(codes) == len(kept_before) + 2  # the two appended rows, the rest kept
+    assert np.array_equal(codes[: len(kept_before)], kept_before)
+
+    script = (
+        "import sys; from mempalace_cli.service import open_palace; "
+        "open_palace(sys.argv[1]).delete_drawer(sys.argv[2])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(palace), added[0]],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMPALACE_HOME": str(home)},
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warm = server.search("quokka night tours", mode="vector", limit=10)["results"]
+    assert added[0] not in [r["drawer_id"] for r in warm]
+    assert [r["drawer_id"] for r in warm] == [i for i, _ in exact_top(server, vec, 10)]
+    server.close()
+
+
 def test_a_catalogue_rebuilt_from_chroma_rebuilds_the_index(
     palace: Path, home: Path, embedder: Embedder
 ) -> None:

@@ -51,6 +51,7 @@ def _similarity(distance: float) -> float:
 
 
 class DrawerOps(PalaceCore):
+    _stay_warm = False  # stay_warm(): a long-lived process keeps reusable search state
     # -- overview ---------------------------------------------------------------------------
     def status(self, verify: bool = False) -> dict[str, Any]:
         """Counts per wing and room, from the catalogue once it is in step with Chroma. With
@@ -412,14 +413,22 @@ class DrawerOps(PalaceCore):
 
     def stay_warm(self) -> None:
         """For a long-lived process (the MCP server): keep what repeated searches reuse in
-        memory; today the common words' postings of a big palace (term_postings.py)."""
+        memory, read on first use and kept true across writes by any process: the vector
+        index's codes (vector_index.py; dim + dim/8 bytes a drawer) and, in a big palace,
+        common words' postings (term_postings.py; at most ~160 MB)."""
+        self._stay_warm = True
         self.catalog.keep_postings()
+        index = getattr(self, "_vector_index", None)
+        if index is not None:
+            index.keep_codes()
 
     def vector_index(self) -> VectorIndex:
         """The palace's vector index, bound to the current catalogue connection."""
         index = getattr(self, "_vector_index", None)
         if index is None or index.conn is not self.catalog.conn:
             index = self._vector_index = VectorIndex(self.path, self.catalog.conn)
+            if self._stay_warm:
+                index.keep_codes()
         return index
 
     def _catalog_vector_hits_in_memory(
