@@ -12,15 +12,9 @@ from pathlib import Path
 from mempalace_cli.catalog import STOPWORDS
 from mempalace_cli.cjk import CJK_RUN, has_cjk
 from mempalace_cli.miners.files import is_skipped_dir
+from mempalace_cli.naming import GENERAL, normalize_name  # noqa: F401  (re-exported)
 
-GENERAL = "general"
 _WORD = re.compile(r"[a-z][a-z0-9]+")
-
-
-def normalize_name(name: str) -> str:
-    """A wing or room name as stored: lower case, words joined by underscores."""
-    slug = re.sub(r"[^\w]+", "_", name.strip().lower(), flags=re.UNICODE).strip("_")
-    return slug or GENERAL
 
 
 @dataclass

@@ -21,25 +21,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.catalog import DrawerRow, FileRecord
 from mempalace_cli.drawer_ids import drawer_id as convo_drawer_id
 from mempalace_cli.drawer_ids import legacy_drawer_id
-from mempalace_cli.miners.convos import (
-    SLACK_INDEX,
-    ConvoDrawer,
-    Exchange,
-    ParseError,
-    Problem,
-    detect,
-    plan_drawers,
-    read_exchanges,
-)
-from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
-from mempalace_cli.miners.paths import source_key
-from mempalace_cli.miners.project import DEFAULT_EXCLUDE
-from mempalace_cli.miners.rooms import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.mining import (
     EMBED_GROUP,
@@ -48,6 +34,11 @@ from mempalace_cli.service.mining import (
     _resolve_dir,
     per_file_reason,
 )
+
+# The miners (the chat parsers above all) are imported where exports are mined, not here:
+# `import mempalace_cli.service` (every command, search included) then loads none of them.
+if TYPE_CHECKING:
+    from mempalace_cli.miners.convos import ConvoDrawer, Exchange, Problem
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 MODE = "convos"
@@ -85,6 +76,9 @@ class ConvoMiningOps(PalaceCore):
     ) -> dict[str, Any]:
         """Mine the chat exports under `directory` (any mix of the six formats) into `wing`
         (default: the folder's name). Returns the same report as project mining."""
+        from mempalace_cli.miners.paths import source_key
+        from mempalace_cli.miners.rooms import normalize_name
+
         started = time.perf_counter()
         root = _resolve_dir(directory)
         wing_name = normalize_name(wing or root.name)
@@ -131,6 +125,11 @@ class ConvoMiningOps(PalaceCore):
         report: MineReport,
         notify: ProgressFn,
     ) -> tuple[list[PendingExport], set[str]]:
+        from mempalace_cli.miners.convos import SLACK_INDEX, ParseError, detect
+        from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
+        from mempalace_cli.miners.paths import source_key
+        from mempalace_cli.miners.project import DEFAULT_EXCLUDE
+
         pending: list[PendingExport] = []
         seen: set[str] = set()
         planned: set[str] = set()  # new ids already claimed by an earlier file of this run
@@ -237,6 +236,8 @@ class ConvoMiningOps(PalaceCore):
     def _rows(
         self, path: Path, fmt: str, context: _RowContext, problems: list[Problem]
     ) -> Iterator[tuple[DrawerRow, str]]:
+        from mempalace_cli.miners.convos import Problem, plan_drawers, read_exchanges
+
         def exchanges() -> Iterator[Exchange]:
             for item in read_exchanges(path, fmt):
                 if isinstance(item, Problem):
@@ -267,6 +268,8 @@ class ConvoMiningOps(PalaceCore):
         """File the new drawers EMBED_GROUP at a time. A file's manifest entry is written with
         its last drawers, so a crash never records an export as mined when it wasn't; the next
         run finds the drawers already filed and adds only the rest."""
+        from mempalace_cli.miners.paths import source_key
+
         rows: list[DrawerRow] = []
         done: list[PendingExport] = []
 
@@ -314,6 +317,9 @@ class ConvoMiningOps(PalaceCore):
         if p.rows is not None:
             yield from p.rows
             return
+        from mempalace_cli.miners.convos import ParseError
+        from mempalace_cli.miners.paths import source_key
+
         context = _RowContext(
             wing, agent, source_key(p.path), source_key(root), p.content_hash, p.mtime
         )
@@ -350,6 +356,8 @@ class ConvoMiningOps(PalaceCore):
     ) -> tuple[list[str], dict[str, str]]:
         """(drawers to delete, drawer -> file to re-point it at) for exports that were
         deleted or lost exchanges."""
+        from mempalace_cli.miners.paths import source_key
+
         gone_files = set(removed)
         candidates: dict[str, str] = {}  # drawer id -> the file it used to come from
         for p in pending:
@@ -463,6 +471,8 @@ class _RowContext:
 
 
 def _reason(exc: BaseException) -> str:
+    from mempalace_cli.miners.convos import ParseError
+
     if isinstance(exc, ParseError):
         return f"{exc.where}: {exc.problem}"
     if isinstance(exc, UnicodeDecodeError):
@@ -472,6 +482,8 @@ def _reason(exc: BaseException) -> str:
 
 def _rel(root: Path | str, src: str) -> str:
     """A stored source path relative to the mined folder, for reports."""
+    from mempalace_cli.miners.paths import source_key
+
     try:
         return Path(src).relative_to(source_key(root)).as_posix()
     except ValueError:

@@ -52,6 +52,7 @@ def _similarity(distance: float) -> float:
 
 class DrawerOps(PalaceCore):
     _stay_warm = False  # stay_warm(): a long-lived process keeps reusable search state
+
     # -- overview ---------------------------------------------------------------------------
     def status(self, verify: bool = False) -> dict[str, Any]:
         """Counts per wing and room, from the catalogue once it is in step with Chroma. With

@@ -9,24 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.catalog import DrawerRow, FileRecord
 from mempalace_cli.config import PROJECT_FILE, write_toml
 from mempalace_cli.drawer_ids import drawer_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
-from mempalace_cli.miners.files import Candidate, Skipped, walk
-from mempalace_cli.miners.paths import source_key, storable
-from mempalace_cli.miners.project import (
-    DEFAULT_EXCLUDE,
-    FileText,
-    ProjectConfig,
-    load_project_config,
-    plan_file,
-    read_text_file,
-)
-from mempalace_cli.miners.rooms import detect_rooms, normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
+
+# The miners are imported where files are mined, not here: `import mempalace_cli.service`
+# (every command, search included) then loads none of them.
+if TYPE_CHECKING:
+    from mempalace_cli.miners.files import Candidate
+    from mempalace_cli.miners.project import ProjectConfig
 
 # Progress callback: (event, data). Events: "scan" {path, files} per file looked at,
 # "plan" {files, chunks}, "load" {} before the model loads, "embedded" {chunks} per slice,
@@ -55,6 +50,8 @@ PER_FILE_ERRORS = (OSError, ValueError, RecursionError, MemoryError)
 
 def per_file_reason(exc: BaseException) -> str:
     """A skip reason for an error raised while mining one file."""
+    from mempalace_cli.miners.paths import storable
+
     if isinstance(exc, FileNotFoundError):
         return "vanished while it was being mined; it is mined again when it reappears"
     if isinstance(exc, OSError):
@@ -79,6 +76,8 @@ class PendingFile:
 
     @property
     def source(self) -> str:
+        from mempalace_cli.miners.paths import source_key
+
         return source_key(self.path)
 
 
@@ -160,6 +159,14 @@ class MiningOps(PalaceCore):
     ) -> dict[str, Any]:
         """Detect rooms from the folder layout, write DIR/mempalace.toml (unless one exists and
         `overwrite` is false), and create the palace if it is missing."""
+        from mempalace_cli.miners.paths import source_key, storable
+        from mempalace_cli.miners.project import (
+            DEFAULT_EXCLUDE,
+            ProjectConfig,
+            load_project_config,
+        )
+        from mempalace_cli.miners.rooms import detect_rooms, normalize_name
+
         root = _resolve_dir(directory)
         project_file = root / PROJECT_FILE
         existing = load_project_config(root) if project_file.exists() else None
@@ -217,6 +224,14 @@ class MiningOps(PalaceCore):
                 limit=limit,
                 progress=progress,
             )
+        from mempalace_cli.miners.paths import source_key
+        from mempalace_cli.miners.project import (
+            DEFAULT_EXCLUDE,
+            ProjectConfig,
+            load_project_config,
+        )
+        from mempalace_cli.miners.rooms import detect_rooms, normalize_name
+
         root = _resolve_dir(directory)
         project = load_project_config(root) or ProjectConfig(
             wing=normalize_name(root.name), rooms=detect_rooms(root), exclude=list(DEFAULT_EXCLUDE)
@@ -278,6 +293,8 @@ class MiningOps(PalaceCore):
         rooms_changed: bool = False,
         notify: ProgressFn | None = None,
     ) -> tuple[list[PendingFile], set[str]]:
+        from mempalace_cli.miners.files import Candidate, Skipped, walk
+
         pending: list[PendingFile] = []
         seen: set[str] = set()
         skip = [self.path]  # the palace may live inside the mined folder
@@ -320,6 +337,9 @@ class MiningOps(PalaceCore):
         unreadable now); False when it was mined before and can't be read as text any more.
         With `rooms_changed` (the rooms in mempalace.toml were edited), an unchanged file whose
         room would now differ is re-filed too."""
+        from mempalace_cli.miners.paths import source_key
+        from mempalace_cli.miners.project import FileText, plan_file, read_text_file
+
         src = item.source
         try:
             st = item.path.stat()
@@ -385,6 +405,8 @@ class MiningOps(PalaceCore):
     ) -> bool:
         if not rooms_changed or not rec.drawer_ids:
             return False
+        from mempalace_cli.miners.project import plan_file
+
         current = self.catalog.get(rec.drawer_ids[:1]).get(rec.drawer_ids[0])
         return current is not None and current.room != plan_file(rel, text, project.rooms)[0]
 
@@ -421,6 +443,8 @@ class MiningOps(PalaceCore):
         report: MineReport,
         notify: ProgressFn,
     ) -> None:
+        from mempalace_cli.miners.paths import source_key
+
         rows = [r for f in group for r in f.rows]
         owners = [f.rel for f in group for _ in f.rows]
         embeddings = self._embed_with_progress([r.text for r in rows], owners, notify)
@@ -503,6 +527,8 @@ def _change_reason(rec: FileRecord | None, wing: str, digest: str) -> str:
 
 def _rel(root: Path | str, src: str) -> str:
     """A stored source path relative to the mined folder, for reports."""
+    from mempalace_cli.miners.paths import source_key
+
     try:
         return Path(src).relative_to(source_key(root)).as_posix()
     except ValueError:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 
 from mempalace_cli.errors import InvalidInputError
-from mempalace_cli.miners.rooms import normalize_name
+from mempalace_cli.naming import normalize_name
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 

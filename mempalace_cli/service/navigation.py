@@ -10,7 +10,7 @@ from typing import Any
 from mempalace_cli.catalog import Catalog
 from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.graph import EXPORT_FORMATS, PalaceGraph
-from mempalace_cli.miners.rooms import normalize_name
+from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.core import PalaceCore
 
 MAX_HOPS = 10

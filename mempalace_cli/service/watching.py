@@ -14,21 +14,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.catalog import FileRecord
 from mempalace_cli.config import PROJECT_FILE
-from mempalace_cli.miners.files import (
-    Candidate,
-    IgnoreRules,
-    is_skipped_dir,
-    is_temp_file,
-    symlink_problem,
-    walk,
-)
-from mempalace_cli.miners.paths import on_disk, source_key, storable
-from mempalace_cli.miners.project import DEFAULT_EXCLUDE, ProjectConfig, load_project_config
-from mempalace_cli.miners.rooms import detect_rooms, normalize_name
 from mempalace_cli.service.mining import (
     EMBED_GROUP,
     PER_FILE_ERRORS,
@@ -40,6 +29,12 @@ from mempalace_cli.service.mining import (
     per_file_reason,
 )
 
+# The miners are imported where paths are mined, not here: `import mempalace_cli.service`
+# (every command, search included) then loads none of them.
+if TYPE_CHECKING:
+    from mempalace_cli.miners.files import Candidate
+    from mempalace_cli.miners.project import ProjectConfig
+
 # A change to one of these changes what every file means (rules, rooms): re-check the folder.
 RULE_FILES = frozenset({PROJECT_FILE, ".gitignore"})
 
@@ -50,6 +45,8 @@ class PathRules:
     one path at a time."""
 
     def __init__(self, root: Path, exclude: Sequence[str], skip: Iterable[Path] = ()) -> None:
+        from mempalace_cli.miners.files import IgnoreRules
+
         self.root = root
         self.rules = IgnoreRules(root, exclude)
         self.skip = [p.absolute() for p in skip]
@@ -57,6 +54,8 @@ class PathRules:
     def relevant(self, path: Path, is_dir: bool = False) -> bool:
         """False for paths whose changes never need mining. A path that no longer exists is
         judged by its name alone (it may have been a mined file)."""
+        from mempalace_cli.miners.files import is_skipped_dir, is_temp_file
+
         try:
             rel = path.relative_to(self.root)
         except ValueError:
@@ -130,6 +129,14 @@ class WatchOps(MiningOps):
     def project_for(self, root: Path) -> ProjectConfig:
         """The folder's mempalace.toml, or the rooms `mine` would detect; cached until the
         file or the folder's top level changes (detecting rooms reads the whole tree)."""
+        from mempalace_cli.miners.paths import source_key
+        from mempalace_cli.miners.project import (
+            DEFAULT_EXCLUDE,
+            ProjectConfig,
+            load_project_config,
+        )
+        from mempalace_cli.miners.rooms import detect_rooms, normalize_name
+
         project_file = root / PROJECT_FILE
         key = (
             source_key(root),
@@ -167,6 +174,9 @@ class WatchOps(MiningOps):
         edited files re-use the vectors of their unchanged chunks. A change to mempalace.toml or
         a .gitignore re-checks the whole folder, as `mine` does, and so does convos mode.
         """
+        from mempalace_cli.miners.paths import source_key
+        from mempalace_cli.miners.rooms import normalize_name
+
         started = time.perf_counter()
         root = Path(directory).resolve()
         paths = [Path(os.path.normpath(os.path.abspath(p))) for p in paths]
@@ -229,6 +239,9 @@ class WatchOps(MiningOps):
         known: dict[str, FileRecord],
     ) -> tuple[list[Candidate], set[str]]:
         """The changed paths as files to look at, and known files that are gone."""
+        from mempalace_cli.miners.files import Candidate, walk
+        from mempalace_cli.miners.paths import on_disk, source_key
+
         files: dict[str, Candidate] = {}
         gone: set[str] = set()
         folders: list[Path] = []
@@ -260,6 +273,9 @@ class WatchOps(MiningOps):
 
     @staticmethod
     def _candidate(root: Path, path: Path) -> Candidate | None:
+        from mempalace_cli.miners.files import Candidate, symlink_problem
+        from mempalace_cli.miners.paths import storable
+
         if path.is_symlink() and symlink_problem(path, root) is not None:
             return None
         return Candidate(path, storable(path.relative_to(root).as_posix()))
@@ -270,6 +286,8 @@ class WatchOps(MiningOps):
         """Embed what is new, re-use stored vectors for chunks whose text is already in the
         palace under the file's old drawers (or a moved file's), and file the group in one
         write."""
+        from mempalace_cli.miners.paths import source_key
+
         rows = [r for p in group for r in p.pending.rows]
         sources = [
             i
@@ -334,6 +352,8 @@ class WatchOps(MiningOps):
     def _full_rescan(
         self, root: Path, wing: str | None, agent: str | None, mode: str, started: float
     ) -> dict[str, Any]:
+        from mempalace_cli.miners.paths import source_key
+
         full = self.mine(root, wing=wing, agent=agent, mode=mode)
         report = BatchReport(source_key(root), full["wing"], mode, full_rescan=True)
         report.mined = full["mined_files"]
