@@ -8,7 +8,9 @@ For each size the script builds a palace in a temporary folder (or --work DIR) a
 - first search after the build (it builds the on-disk vector index, vector_index.py);
 - fresh-process CLI search (`mempalace search ... --json`, process start to exit): p50/p95 and
   peak RSS over --queries queries;
-- warm in-process search (one long-lived process, `Palace.search`): p50/p95;
+- warm in-process search (one long-lived process that calls `Palace.stay_warm()` as the MCP
+  server does, `Palace.search`): a first pass over the queries, reported apart (it reads the
+  vector codes and common words' postings it then keeps), then three passes: p50/p95;
 - `mempalace status --json` in a fresh process;
 - `mempalace mine` of the palace's mined corpus again with nothing changed (fresh process);
 - palace size on disk, split into Chroma / catalogue / vector index, and bytes per drawer;
@@ -399,17 +401,20 @@ import json, sys, time
 from mempalace_cli.service import open_palace
 p = open_palace(sys.argv[1])
 queries = json.loads(sys.argv[2])
+p.stay_warm()  # as the MCP server does: codes and common words' postings kept
 p.vector_index().keep_in_memory()
-p.stay_warm()
-for q in queries[:3]:
+first = []
+for q in queries:  # the first pass reads what is kept: timed, reported apart
+    t0 = time.perf_counter()
     p.search(q)
+    first.append(time.perf_counter() - t0)
 wall, cpu = [], []
 for _ in range(3):
     for q in queries:
         t0, c0 = time.perf_counter(), time.process_time()
         p.search(q)
         wall.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0)
-print(json.dumps({"wall": wall, "cpu": cpu}))
+print(json.dumps({"first": first, "wall": wall, "cpu": cpu}))
 """
 
 
@@ -452,6 +457,7 @@ def measure(work: Path, n_queries: int, pool: TurnPool, size: int) -> dict[str, 
         "warm_search": {
             **dist(json.loads(warm["stdout"])["wall"]),
             "cpu": dist(json.loads(warm["stdout"])["cpu"]),
+            "first_pass": dist(json.loads(warm["stdout"])["first"]),
             "process_rss_mib": warm["peak_rss_mib"],
         },
         "status": timing(status),
@@ -673,6 +679,15 @@ def markdown(results: dict[str, Any]) -> str:
             f"{s['warm_search']['p50'] * 1000:.0f} / {s['warm_search']['p95'] * 1000:.0f}; "
             f"{s['warm_search']['cpu']['p50'] * 1000:.0f} / "
             f"{s['warm_search']['cpu']['p95'] * 1000:.0f}"
+        ),
+    )
+    row(
+        "warm search, first pass over the queries (reads codes and postings): ms p50 / p95",
+        lambda s: (
+            f"{s['warm_search']['first_pass']['p50'] * 1000:.0f} / "
+            f"{s['warm_search']['first_pass']['p95'] * 1000:.0f}"
+            if "first_pass" in s["warm_search"]
+            else "-"
         ),
     )
     row("warm process peak RSS MiB", lambda s: f"{s['warm_search']['process_rss_mib']:.0f}")
