@@ -7,10 +7,7 @@ and check that they did run."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from mempalace_cli import term_postings
 from mempalace_cli.catalog import fts_terms
 from mempalace_cli.service import open_palace
 from mempalace_cli.vector_index import INDEX_DIR
+from tests.other_process import run_in_another_process
 
 PLAIN = (
     "SELECT d.id, f.rank FROM (SELECT rowid, bm25(drawer_fts) AS rank FROM drawer_fts "
@@ -60,18 +58,6 @@ def assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> 
         assert a == pytest.approx(b, rel=1e-12)
 
 
-def run(palace: Path, home: Path, script: str, *args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(palace), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MEMPALACE_HOME": str(home)},
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout.strip()
-
-
 def test_kept_postings_rank_as_fts5_does(palace: Path) -> None:
     p = open_palace(str(palace))
     p.stay_warm()
@@ -98,7 +84,7 @@ def test_a_write_by_another_process_is_in_the_next_search(palace: Path, home: Pa
     assert_same(before, plain(server, query, 10))
     assert server.catalog._postings is not None and server.catalog._postings.terms
 
-    added = run(
+    added = run_in_another_process(
         palace,
         home,
         "import sys; from mempalace_cli.service import open_palace; "
@@ -107,7 +93,7 @@ def test_a_write_by_another_process_is_in_the_next_search(palace: Path, home: Pa
         "Team schedule: the planning team plans the team schedule, planning every week.",
     )
     gone = before[0][0]
-    run(
+    run_in_another_process(
         palace,
         home,
         "import sys; from mempalace_cli.service import open_palace; "

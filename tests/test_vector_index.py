@@ -19,6 +19,7 @@ from mempalace_cli.catalog import CATALOG_FILE
 from mempalace_cli.embedder import Embedder
 from mempalace_cli.service import open_palace
 from mempalace_cli.vector_index import INDEX_DIR
+from tests.other_process import run_in_another_process
 
 QUERIES = [
     "backup schedule",
@@ -63,6 +64,24 @@ def cli(palace: Path, home: Path, *args: str) -> Any:
     return json.loads(proc.stdout)
 
 
+def add_in_another_process(palace: Path, home: Path, text: str) -> str:
+    """File `text` in zoo/animals from a separate Python process; its drawer id."""
+    script = (
+        "import sys; from mempalace_cli.service import open_palace; "
+        "p = open_palace(sys.argv[1]); "
+        "print(p.add_drawer('zoo', 'animals', sys.argv[2])['drawer_id'])"
+    )
+    return run_in_another_process(palace, home, script, text)
+
+
+def delete_in_another_process(palace: Path, home: Path, drawer_id: str) -> None:
+    script = (
+        "import sys; from mempalace_cli.service import open_palace; "
+        "open_palace(sys.argv[1]).delete_drawer(sys.argv[2])"
+    )
+    run_in_another_process(palace, home, script, drawer_id)
+
+
 def test_index_ranking_equals_exact_ranking(palace: Path, embedder: Embedder) -> None:
     p = open_palace(str(palace))
     assert p.catalog.count() > 20
@@ -90,20 +109,7 @@ def test_a_write_by_another_process_is_visible_to_the_next_search(
     before = server.search("quokka night tours", mode="vector", limit=3)["results"]
     assert all(r["text"] != text for r in before)
 
-    script = (
-        "import sys; from mempalace_cli.service import open_palace; "
-        "p = open_palace(sys.argv[1]); "
-        "print(p.add_drawer('zoo', 'animals', sys.argv[2])['drawer_id'])"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(palace), text],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MEMPALACE_HOME": str(home)},
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    drawer_id = proc.stdout.strip()
+    drawer_id = add_in_another_process(palace, home, text)
 
     warm = server.search("quokka night tours", mode="vector", limit=3)["results"]
     assert warm[0]["drawer_id"] == drawer_id
@@ -112,18 +118,7 @@ def test_a_write_by_another_process_is_visible_to_the_next_search(
     assert fresh["results"][0]["similarity"] == warm[0]["similarity"]
 
     # Deleted by yet another process: gone from the next search on both paths.
-    script = (
-        "import sys; from mempalace_cli.service import open_palace; "
-        "open_palace(sys.argv[1]).delete_drawer(sys.argv[2])"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(palace), drawer_id],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MEMPALACE_HOME": str(home)},
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    delete_in_another_process(palace, home, drawer_id)
     warm = server.search("quokka night tours", mode="vector", limit=10)["results"]
     assert drawer_id not in [r["drawer_id"] for r in warm]
     fresh = cli(palace, home, "search", "quokka night tours", "--mode", "vector", "-n", "10")
@@ -144,25 +139,13 @@ def test_a_warm_server_keeps_its_codes_true_across_writes_by_other_processes(
     index = server.vector_index()
     assert index._memory is not None and "codes" in index._memory[1]
     kept_before = index._memory[1]["codes"]
-    added = []
-    for text in (
-        "The quokka sanctuary opens its night tours on Thursdays.",
-        "Night tours at the wombat rescue start at nine.",
-    ):
-        script = (
-            "import sys; from mempalace_cli.service import open_palace; "
-            "p = open_palace(sys.argv[1]); "
-            "print(p.add_drawer('zoo', 'animals', sys.argv[2])['drawer_id'])"
+    added = [
+        add_in_another_process(palace, home, text)
+        for text in (
+            "The quokka sanctuary opens its night tours on Thursdays.",
+            "Night tours at the wombat rescue start at nine.",
         )
-        proc = subprocess.run(
-            [sys.executable, "-c", script, str(palace), text],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "MEMPALACE_HOME": str(home)},
-            timeout=180,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        added.append(proc.stdout.strip())
+    ]
     warm = server.search("quokka night tours", mode="vector", limit=10)["results"]
     assert warm[0]["drawer_id"] == added[0]
     vec = embedder.embed(["quokka night tours"])[0]
@@ -171,18 +154,7 @@ def test_a_warm_server_keeps_its_codes_true_across_writes_by_other_processes(
     assert len(codes) == len(kept_before) + 2  # the two appended rows, the rest kept
     assert np.array_equal(codes[: len(kept_before)], kept_before)
 
-    script = (
-        "import sys; from mempalace_cli.service import open_palace; "
-        "open_palace(sys.argv[1]).delete_drawer(sys.argv[2])"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(palace), added[0]],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MEMPALACE_HOME": str(home)},
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    delete_in_another_process(palace, home, added[0])
     warm = server.search("quokka night tours", mode="vector", limit=10)["results"]
     assert added[0] not in [r["drawer_id"] for r in warm]
     assert [r["drawer_id"] for r in warm] == [i for i, _ in exact_top(server, vec, 10)]
