@@ -66,6 +66,7 @@ QUERIES = [
     "rare10 best",
     "mid5 make work",
     "plan plans planning",  # one stem, three phrases: rows holding it hold all three
+    "best\x00 way \ud800 home\u200b",  # NUL, a lone surrogate, zero-width space
 ]
 
 

@@ -33,6 +33,8 @@ QUERIES = [
     "decided decision deciding",  # one stem, three terms
     "向量检索 认证服务",  # CJK bigrams: single tokens too
     "snake_case_words and the team",  # a phrase term: the plain query answers
+    "backup\x00 schedule \ud800 team\u200b plan",  # NUL, a lone surrogate, zero-width space
+    " ".join(["team", "plan", "backup", "the", "notes", "zzqx"] * 1600)[:10_000],  # the longest
 ]
 
 
