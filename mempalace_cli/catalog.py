@@ -446,8 +446,9 @@ class Catalog:
         total = lexical_topk.indexed_rows(self.conn)  # bm25()'s own count, read, not scanned
         weight = 0.0
         postings = self._kept_postings()
+        position = self.log_position() if postings is not None else None
         for term in terms:
-            n = postings.held(term) if postings is not None else None
+            n = postings.held(term, position) if postings is not None else None
             if n is None:
                 n = self.conn.execute(
                     "SELECT COUNT(*) FROM drawer_fts WHERE drawer_fts MATCH ?", (term,)

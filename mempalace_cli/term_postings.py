@@ -249,8 +249,11 @@ class TermPostings:
                 out[(token, doc)] = n
         return out
 
-    def held(self, term: str) -> int | None:
-        """How many rows hold `term` (a quoted FTS5 term), if its postings are kept."""
+    def held(self, term: str, position: tuple[str, int] | None) -> int | None:
+        """How many rows hold `term` (a quoted FTS5 term), if its postings are kept and up to
+        the change-log `position` (else None: the caller counts)."""
+        if position is None or position != self._position:
+            return None
         tokens = self._single_tokens([term])
         p = self.terms.get(tokens[0]) if tokens else None
         return None if p is None else len(p.rowids)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mempalace_cli import term_postings
-from mempalace_cli.catalog import fts_terms
+from mempalace_cli.catalog import Catalog, fts_terms
 from mempalace_cli.service import open_palace
 from mempalace_cli.vector_index import INDEX_DIR
 from tests.other_process import run_in_another_process
@@ -70,6 +70,11 @@ def test_kept_postings_rank_as_fts5_does(palace: Path) -> None:
             assert_same(p.catalog.lexical_search(query, limit), plain(p, query, limit))
     kept = p.catalog._postings
     assert kept is not None and len(kept.terms) >= 5  # the postings answered, not FTS5
+    # The query weight takes kept words' counts from the postings: the same as FTS5's counts.
+    counted = Catalog(palace)
+    for query in QUERIES:
+        assert p.catalog.query_weight(query) == counted.query_weight(query)
+    counted.close()
     assert (
         kept.top(fts_terms("snake_case_words and the team"), 5, 10**6, p.catalog.log_position())
         is None
