@@ -96,6 +96,9 @@ class Header:
     live: int
     groups: list[list[str]] = field(default_factory=list)  # code -> [wing, room]
     sign_bytes: int = 0  # bytes of a row's sign code in signs.<epoch> (dim bits, 64-bit words)
+    # A random name for this build: an index rebuilt from nothing restarts at epoch 0, so a
+    # long-lived process tells builds apart by this, not by the epoch.
+    built: str = ""
 
     def to_json(self) -> str:
         return json.dumps({"format": FORMAT, **self.__dict__}, ensure_ascii=False)
@@ -120,7 +123,7 @@ class VectorIndex:
     def __init__(self, palace_path: Path, conn: sqlite3.Connection) -> None:
         self.dir = palace_path / INDEX_DIR
         self.conn = conn
-        self._memory: tuple[tuple[int, int, int], dict[str, Any]] | None = None
+        self._memory: tuple[tuple[str, int, int, int], dict[str, Any]] | None = None
         self._keep = False  # keep_in_memory(): codes and sign codes too, kept across writes
 
     # -- public ------------------------------------------------------------------------------
@@ -228,7 +231,9 @@ class VectorIndex:
         self.dir.mkdir(exist_ok=True)
         old = self._read_header()
         epoch = (old.epoch + 1) if old is not None else 0
-        header = Header(token=token, seq=0, epoch=epoch, dim=0, n=0, live=0)
+        header = Header(
+            token=token, seq=0, epoch=epoch, dim=0, n=0, live=0, built=secrets.token_hex(8)
+        )
         groups: dict[tuple[str, str], int] = {}
         files = {p: open(self._part(p, epoch), "wb") for p in _PARTS}  # noqa: SIM115
         try:
@@ -484,13 +489,13 @@ class VectorIndex:
         rowids again (tombstones are written into them in place)."""
         import numpy as np
 
-        key = (header.epoch, header.n, header.seq)
+        key = (header.built, header.epoch, header.n, header.seq)
         if self._memory is not None and self._memory[0] == key:
             return self._memory[1]
         parts = ["rowids", "groups", "scales"] + (["codes", "signs"] if self._keep else [])
         old = self._memory
-        if old is not None and old[0][0] == header.epoch and old[0][1] <= header.n:
-            start, arrays = old[0][1], dict(old[1])
+        if old is not None and old[0][:2] == key[:2] and old[0][2] <= header.n:
+            start, arrays = old[0][2], dict(old[1])
         else:
             start, arrays = 0, {}
         for part in parts:

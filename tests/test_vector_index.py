@@ -161,6 +161,36 @@ def test_a_warm_server_keeps_its_codes_true_across_writes_by_other_processes(
     server.close()
 
 
+def test_a_warm_server_notices_an_index_rebuilt_from_nothing_by_another_process(
+    palace: Path, home: Path, embedder: Embedder
+) -> None:
+    """An index deleted and rebuilt elsewhere starts again at epoch 0, possibly with more rows
+    than the server holds: the server must read it whole, not append to its old codes."""
+    server = open_palace(str(palace))
+    server.stay_warm()
+    server.search("night tours", mode="vector", limit=3)
+    first = server.catalog.conn.execute("SELECT id FROM drawers ORDER BY rowid LIMIT 1")
+    delete_in_another_process(palace, home, first.fetchone()[0])  # the rows shift by one
+    for text in ("Night tours at the wombat rescue start at nine.", "Owls at dusk.", "Bats."):
+        add_in_another_process(palace, home, text)
+    shutil.rmtree(palace / INDEX_DIR)
+    rebuild = (
+        "import sys; from mempalace_cli.service import open_palace; "
+        "open_palace(sys.argv[1]).search('owls', mode='vector')"
+    )
+    run_in_another_process(palace, home, rebuild)
+    vec = embedder.embed(["night tours"])[0]
+    warm = server.search("night tours", mode="vector", limit=10)["results"]
+    assert [r["drawer_id"] for r in warm] == [i for i, _ in exact_top(server, vec, 10)]
+    # The kept codes are the rebuilt index's, row for row (exact rescoring of a small palace
+    # would hide misaligned codes in the ranking).
+    index = server.vector_index()
+    header = index.current()
+    on_disk = np.fromfile(palace / INDEX_DIR / f"codes.{header.epoch}", dtype=np.int8)
+    assert np.array_equal(index._memory[1]["codes"].reshape(-1), on_disk[: header.n * header.dim])
+    server.close()
+
+
 def test_a_catalogue_rebuilt_from_chroma_rebuilds_the_index(
     palace: Path, home: Path, embedder: Embedder
 ) -> None:
