@@ -235,10 +235,14 @@ class Catalog:
 
     def log_position(self) -> tuple[str, int] | None:
         """(catalogue token, last change-log sequence number) of vector_index.py's log, read
-        only; None before the log exists."""
+        only; None before the log exists. The number is AUTOINCREMENT's high-water mark, so it
+        never goes back when the log's applied rows are trimmed."""
         try:
             token = self.get_meta(VECTOR_LOG_TOKEN)
-            last = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()
+            self.conn.execute("SELECT 1 FROM vector_log LIMIT 1")
+            last = self.conn.execute(
+                "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'), 0)"
+            ).fetchone()
         except sqlite3.OperationalError:
             return None
         return (token, int(last[0])) if token else None

@@ -193,7 +193,10 @@ class TermPostings:
         if old is None or (not self.terms and self.lengths is None):
             return
         first = self.conn.execute("SELECT MIN(seq) FROM vector_log").fetchone()[0]
-        if old[0] != position[0] or position[1] < old[1] or (first or 0) > old[1] + 1:
+        # Every change since `old` must still be in the log (the vector index trims what it
+        # has applied, possibly earlier in this very search).
+        lost = position[1] > old[1] if first is None else first > old[1] + 1
+        if old[0] != position[0] or position[1] < old[1] or lost:
             self.terms.clear()  # another catalogue, or the log no longer reaches back
             self.lengths = None
             return

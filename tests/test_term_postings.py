@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli import term_postings
+from mempalace_cli import term_postings, vector_index
 from mempalace_cli.catalog import Catalog, fts_terms
 from mempalace_cli.service import open_palace
 from mempalace_cli.vector_index import INDEX_DIR
@@ -120,6 +120,34 @@ def test_a_write_by_another_process_is_in_the_next_search(palace: Path, home: Pa
     assert_same(after, plain(server, query, 10))
     for q in QUERIES:
         assert_same(server.catalog.lexical_search(q, 20), plain(server, q, 20))
+    server.close()
+
+
+def test_a_trimmed_change_log_drops_the_postings_rather_than_miss_a_write(
+    palace: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector index trims the change log once it has applied it, in the same search and
+    before the keyword side reads it: the postings can't be patched then, and are read again."""
+    monkeypatch.setattr(vector_index, "LOG_TRIM_AT", 0)
+    server = open_palace(str(palace))
+    server.stay_warm()
+    query = "team schedule planning"
+    server.search(query)
+    assert server.catalog._postings is not None and server.catalog._postings.terms
+    added = run_in_another_process(
+        palace,
+        home,
+        "import sys; from mempalace_cli.service import open_palace; "
+        "p = open_palace(sys.argv[1]); "
+        "print(p.add_drawer('ops', 'plans', sys.argv[2])['drawer_id'])",
+        "Team schedule: the planning team plans the team schedule, planning every week.",
+    )
+    server.search(query)  # applies the log to the vector index, which then trims it
+    left = server.catalog.conn.execute("SELECT count(*) FROM vector_log").fetchone()[0]
+    assert left == 0
+    after = server.catalog.lexical_search(query, 10)
+    assert after[0][0] == added
+    assert_same(after, plain(server, query, 10))
     server.close()
 
 
