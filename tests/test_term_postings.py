@@ -60,6 +60,18 @@ def assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> 
         assert a == pytest.approx(b, rel=1e-12)
 
 
+def add_plan_in_another_process(palace: Path, home: Path) -> str:
+    """File a drawer dense in "team", "schedule" and "planning" from another process."""
+    return run_in_another_process(
+        palace,
+        home,
+        "import sys; from mempalace_cli.service import open_palace; "
+        "p = open_palace(sys.argv[1]); "
+        "print(p.add_drawer('ops', 'plans', sys.argv[2])['drawer_id'])",
+        "Team schedule: the planning team plans the team schedule, planning every week.",
+    )
+
+
 def test_kept_postings_rank_as_fts5_does(palace: Path) -> None:
     p = open_palace(str(palace))
     p.stay_warm()
@@ -91,14 +103,7 @@ def test_a_write_by_another_process_is_in_the_next_search(palace: Path, home: Pa
     assert_same(before, plain(server, query, 10))
     assert server.catalog._postings is not None and server.catalog._postings.terms
 
-    added = run_in_another_process(
-        palace,
-        home,
-        "import sys; from mempalace_cli.service import open_palace; "
-        "p = open_palace(sys.argv[1]); "
-        "print(p.add_drawer('ops', 'plans', sys.argv[2])['drawer_id'])",
-        "Team schedule: the planning team plans the team schedule, planning every week.",
-    )
+    added = add_plan_in_another_process(palace, home)
     gone = before[0][0]
     run_in_another_process(
         palace,
@@ -134,14 +139,7 @@ def test_a_trimmed_change_log_drops_the_postings_rather_than_miss_a_write(
     query = "team schedule planning"
     server.search(query)
     assert server.catalog._postings is not None and server.catalog._postings.terms
-    added = run_in_another_process(
-        palace,
-        home,
-        "import sys; from mempalace_cli.service import open_palace; "
-        "p = open_palace(sys.argv[1]); "
-        "print(p.add_drawer('ops', 'plans', sys.argv[2])['drawer_id'])",
-        "Team schedule: the planning team plans the team schedule, planning every week.",
-    )
+    added = add_plan_in_another_process(palace, home)
     server.search(query)  # applies the log to the vector index, which then trims it
     left = server.catalog.conn.execute("SELECT count(*) FROM vector_log").fetchone()[0]
     assert left == 0
