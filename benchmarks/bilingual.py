@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_models import DEFAULT, MODELS, new_palace  # noqa: E402
 
+from mempalace_cli import crosslingual  # noqa: E402
 from mempalace_cli.fusion import LATIN, script_of  # noqa: E402
 
 DEV_SET = REPO / "tests" / "data" / "bilingual_dev.json"
@@ -81,6 +82,8 @@ def evaluate(model: str, data: dict[str, Any], root: Path, dump: list | None) ->
             )
         if dump is not None:
             _, vec, lex = palace.search_candidates(q["query"], None, None, DEPTH)
+            groups = crosslingual.translate(q["query"])
+            translated = palace.translated_candidates(groups, vec, lex)
             scripts = {n["id"]: script_of(n["text"]) for n in data["notes"]}
             dump.append(
                 {
@@ -90,6 +93,7 @@ def evaluate(model: str, data: dict[str, Any], root: Path, dump: list | None) ->
                     "gold": [q["target"]],
                     "vector": [[back[h[0]], round(1.0 - h[1], 5)] for h in vec],
                     "lexical": [[back[i], round(s, 5)] for i, s in lex],
+                    "translated": {back[i]: round(s, 5) for i, s in translated.items()},
                     "query_script": script_of(q["query"]),
                     "query_weight": round(palace.catalog.query_weight(q["query"]), 5),
                     "scripts": {d: s for d, s in scripts.items() if s != LATIN},

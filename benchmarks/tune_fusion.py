@@ -47,21 +47,26 @@ LEXICAL_ONLY = FusionParams(method="rrf", vector_weight=0.0, lexical_weight=1.0)
 OLD_DEFAULT = FusionParams(method="rrf", vector_weight=1.0, lexical_weight=2.0, rrf_k=60)
 
 
+# Weights of the dictionary bridge's side (crosslingual.py); 0 = no bridge.
+TRANSLATED = (0.0, 4.0, 8.0, 12.0, 16.0, 24.0)
+
+
 def grid() -> dict[str, FusionParams]:
     """Candidate fusions. When the query and every candidate share one script, a fusion
     either keeps weighted RRF (`rrfwl` = the keyword weight) or uses the confidence fusion
     too (`conf-all`); the cross-script rules (`wl`, `xl`, `xv`, `cap`) apply otherwise."""
-    out = {
-        "rrf k=60 wl=2 (before)": OLD_DEFAULT,
-        "rrf k=60 wl=1": OLD_DEFAULT.with_(lexical_weight=1.0),
-        "rrf k=60 wl=1.5": OLD_DEFAULT.with_(lexical_weight=1.5),
-    }
-    for wl, xl, xv, cap, rw in itertools.product(
+    out = {"rrf k=60 wl=2 (before)": OLD_DEFAULT}
+    for wl, tw in itertools.product((1.0, 1.5, 2.0), (0.0, 1.0, 2.0, 3.0)):
+        out[f"rrf k=60 wl={wl} tw={tw}"] = OLD_DEFAULT.with_(
+            lexical_weight=wl, translated_weight=tw
+        )
+    for wl, xl, xv, cap, rw, tw in itertools.product(
         (1.0, 1.5, 2.0, 3.0, 4.0, 6.0),
         (0.0, 0.25, 0.5, 1.0),
         (0.0, 0.5, 1.0),
         (3.0, 4.0),
         (1.0, 1.5, 2.0),
+        TRANSLATED,
     ):
         p = FusionParams(
             lexical_weight=wl,
@@ -69,10 +74,11 @@ def grid() -> dict[str, FusionParams]:
             cross_script_vector=xv,
             z_cap=cap,
             rrf_lexical_weight=rw,
+            translated_weight=tw,
         )
-        out[f"conf wl={wl} xl={xl} xv={xv} cap={cap} rrfwl={rw}"] = p
-    for wl, xl, xv, cap in itertools.product(
-        (1.0, 1.5, 2.0, 3.0, 4.0), (0.0, 0.25, 0.5), (0.0, 0.5), (2.0, 3.0, 4.0)
+        out[f"conf wl={wl} xl={xl} xv={xv} cap={cap} rrfwl={rw} tw={tw}"] = p
+    for wl, xl, xv, cap, tw in itertools.product(
+        (1.0, 1.5, 2.0, 3.0, 4.0), (0.0, 0.25, 0.5), (0.0, 0.5), (2.0, 3.0, 4.0), TRANSLATED
     ):
         p = FusionParams(
             lexical_weight=wl,
@@ -80,8 +86,9 @@ def grid() -> dict[str, FusionParams]:
             cross_script_vector=xv,
             z_cap=cap,
             one_script_rrf=False,
+            translated_weight=tw,
         )
-        out[f"conf-all wl={wl} xl={xl} xv={xv} cap={cap}"] = p
+        out[f"conf-all wl={wl} xl={xl} xv={xv} cap={cap} tw={tw}"] = p
     return out
 
 
@@ -100,9 +107,13 @@ def score(q: dict[str, Any], params: FusionParams) -> dict[str, float]:
         [] if params.lexical_weight == 0 else [tuple(x) for x in q["lexical"]],
         q.get("query_script", "latin"),
         # the dumps list non-Latin candidates only; the service passes every candidate's script
-        {d: q.get("scripts", {}).get(d, "latin") for d, _ in (*q["vector"], *q["lexical"])},
+        {
+            d: q.get("scripts", {}).get(d, "latin")
+            for d in (*(d for d, _ in (*q["vector"], *q["lexical"])), *q.get("translated", {}))
+        },
         params,
         q.get("query_weight", 0.0),
+        {} if params.vector_weight == 0 else q.get("translated", {}),
     )
     gold = set(q["gold"])
     if q["bench"] == "lme":

@@ -83,9 +83,10 @@ INDEX_TEXT_FN = "mp_index_text"
 FTS_META = "fts_tokens"
 VECTOR_LOG_TOKEN = "vector_log_token"  # vector_index.py's TOKEN_META: the change log's owner
 FTS_TOKENS = "porter-unicode61+cjk-bigrams-1"
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _FTS_STATEMENTS = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS drawer_fts USING fts5(text, content='drawers', "
-    "content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2')",
+    f"content_rowid='rowid', tokenize='{FTS_TOKENIZER}')",
     "CREATE TRIGGER IF NOT EXISTS drawers_ai AFTER INSERT ON drawers BEGIN "
     f"INSERT INTO drawer_fts(rowid, text) VALUES (new.rowid, {INDEX_TEXT_FN}(new.text)); END",
     "CREATE TRIGGER IF NOT EXISTS drawers_ad AFTER DELETE ON drawers BEGIN "
@@ -139,6 +140,39 @@ def fts_terms(text: str) -> list[str]:
         terms = [_quote(w) for w in words] + [_quote(g) for g in noise]
         terms += [_quote(c) + " *" for c in singles]
     return list(dict.fromkeys(terms))
+
+
+def translated_share(groups: Sequence[Sequence[str]], texts: dict[str, str]) -> dict[str, float]:
+    """For each text (id -> text) holding any of the words: the share of `groups` (one group
+    of alternative words per word of a question) it holds, each group weighed by its idf over
+    these texts (BM25's, as FTS5 counts it), so a specific word counts more than one most
+    texts hold. 0 to 1, comparable across searches. Uses the keyword index's tokenizer (so
+    "invoices" holds "invoice") in a throwaway in-memory index: the same cost at a million
+    drawers as at ten."""
+    if not groups or not texts:
+        return {}
+    ids = list(texts)
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{FTS_TOKENIZER}')")
+        conn.executemany(
+            "INSERT INTO t(rowid, text) VALUES (?, ?)",
+            [(n, index_text(texts[i])) for n, i in enumerate(ids, start=1)],
+        )
+        held: dict[str, float] = {}
+        total = 0.0
+        for group in groups:
+            match = fts_query(" ".join(group))
+            if match is None:
+                continue
+            rows = [r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,))]
+            weight = max(1e-6, math.log((len(ids) - len(rows) + 0.5) / (len(rows) + 0.5)))
+            total += weight
+            for rowid in rows:
+                held[ids[rowid - 1]] = held.get(ids[rowid - 1], 0.0) + weight
+        return {i: w / total for i, w in held.items()} if total else {}
+    finally:
+        conn.close()
 
 
 def fts_query(text: str) -> str | None:

@@ -316,6 +316,7 @@ def _status(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
         return {"error": "No palace found", "palace_path": str(p.path), "hint": INIT_HINT}
     return {
         "total_drawers": st["total_drawers"],
+        "embedding_model": st["embedding_model"],
         "wings": st["wings"],
         "taxonomy": st["taxonomy"],
         "rooms": st["rooms"],
@@ -384,11 +385,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Palace status",
         "Overview of the palace: drawer counts per wing and per wing and room (taxonomy; "
         "'rooms' merges rooms of the same name across wings, kept for compatibility), plus the "
-        "memory protocol and the AAAK dialect. Call this first; use its exact names in filters.",
+        "memory protocol, the AAAK dialect and the embedding model (all-MiniLM-L6-v2 is "
+        "English-only). Call this first; use its exact names in filters.",
         _status,
         _out(
             (),
             total_drawers="integer",
+            embedding_model="string",
             wings="object",
             taxonomy="object",
             rooms="object",

@@ -125,6 +125,27 @@ def cli_json(cli: CliFn) -> CliFn:
     return run
 
 
+def palace_of_notes(base: Path, notes: dict[str, str], model: str | None = None) -> Any:
+    """A new palace under `base` (its own home) holding each note as one drawer in wing "team",
+    room "notes", with the note's key as its source_file. `model`: the embedding model of the
+    palace (the default model of new palaces when None)."""
+    from mempalace_cli.config import resolve_settings
+    from mempalace_cli.service import Palace
+
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    if model is not None:
+        (home / "config.toml").write_text(f'embedding_model = "{model}"\n', encoding="utf-8")
+    palace = Palace(resolve_settings(base / "palace", home=home))
+    palace.add_drawers(
+        [
+            {"wing": "team", "room": "notes", "content": text, "source_file": key}
+            for key, text in notes.items()
+        ]
+    )
+    return palace
+
+
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
     """A private copy of examples/notes that a test may edit."""

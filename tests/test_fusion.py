@@ -5,6 +5,7 @@ test_cjk_search.py."""
 
 from __future__ import annotations
 
+from mempalace_cli import fusion
 from mempalace_cli.fusion import CJK, LATIN, FusionParams, fuse, script_of
 
 DEFAULT = FusionParams(one_script_rrf=False)  # the confidence rules themselves
@@ -82,7 +83,13 @@ def test_each_tuned_model_is_a_model_the_palace_can_use() -> None:
 
     assert set(BY_MODEL) <= set(MODELS)
     assert for_model("multilingual-e5-small-q4") == DEFAULT
-    assert for_model("all-MiniLM-L6-v2").method == "rrf"
+    # MemPalace palaces (MiniLM): an English search is still rank fusion with keywords x2.
+    minilm = for_model("all-MiniLM-L6-v2")
+    vector, lexical = [("a", 0.9), ("b", 0.5), ("d", 0.4)], [("b", 10.0), ("c", 5.0)]
+    rrf = fusion.FusionParams(method="rrf", lexical_weight=2.0)
+    assert fusion.fuse_scores(vector, lexical, params=minilm) == fusion.fuse_scores(
+        vector, lexical, params=rrf
+    )
 
 
 def test_capped_scores_tie_break_on_similarity_not_on_the_id() -> None:

@@ -106,6 +106,7 @@ def test_status_gives_overview_protocol_and_dialect(mcp: McpSession) -> None:
     status = mcp.ok("mempalace_status")
     assert set(status) == {
         "total_drawers",
+        "embedding_model",
         "wings",
         "taxonomy",
         "rooms",
@@ -118,6 +119,9 @@ def test_status_gives_overview_protocol_and_dialect(mcp: McpSession) -> None:
     assert status["total_drawers"] == sum(status["wings"].values()) > 0
     assert status["protocol"] == mcp.instructions
     assert status["aaak_dialect"]
+    # The model queries are embedded with: an agent reads it to know which language to search in.
+    assert status["embedding_model"] == "use-multilingual-v3"
+    assert "all-MiniLM-L6-v2" in status["protocol"]
 
     assert set(mcp.ok("mempalace_list_wings")["wings"]) == {"atlas", "bramble"}
     rooms = mcp.ok("mempalace_list_rooms", {"wing": "bramble"})["rooms"]

@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempalace_cli.config import COLLECTION_NAME, resolve_settings
+from mempalace_cli.config import COLLECTION_NAME
 from mempalace_cli.embedder import MODEL_NAME, get_embedder
 from mempalace_cli.embedders import DEFAULT_MODEL, USE_NAME
 from mempalace_cli.service import Palace
 from tests.conftest import NOTES as NOTES_DIR
+from tests.conftest import palace_of_notes
 
 # Written for this test: three Chinese and three English notes on unrelated topics, and an
 # English distractor that shares words ("database", "backups") with an English question.
@@ -46,15 +47,7 @@ CROSS_LINGUAL = [
 
 @pytest.fixture(scope="module")
 def bilingual(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Any:
-    base = tmp_path_factory.mktemp("bilingual")
-    (base / "home").mkdir()
-    palace = Palace(resolve_settings(base / "palace", home=base / "home"))
-    palace.add_drawers(
-        [
-            {"wing": "team", "room": "notes", "content": text, "source_file": key}
-            for key, text in NOTES.items()
-        ]
-    )
+    palace = palace_of_notes(tmp_path_factory.mktemp("bilingual"), NOTES)
     yield palace
     palace.close()
 

@@ -9,6 +9,7 @@ import typer
 from mempalace_cli.cli.env import (
     JSON_HELP,
     Env,
+    escape,
     get_env,
     json_option,
     print_json,
@@ -175,7 +176,10 @@ def status(
         env.out.print(_verified_line(checked), highlight=False)
     from rich.tree import Tree
 
-    tree = Tree(f"[bold]{result['palace_path']}[/]  {result['total_drawers']} drawers")
+    tree = Tree(
+        f"[bold]{escape(result['palace_path'])}[/]  {result['total_drawers']} drawers  "
+        f"[dim]model {escape(result['embedding_model'])}[/]"
+    )
     for wing, rooms in sorted(result["taxonomy"].items()):
         branch = tree.add(f"[cyan]{wing}[/]  {result['wings'][wing]}")
         for room, count in sorted(rooms.items()):

@@ -6,8 +6,9 @@ import hashlib
 import threading
 from typing import Any
 
-from mempalace_cli import fusion
-from mempalace_cli.catalog import DrawerRow
+from mempalace_cli import crosslingual, fusion
+from mempalace_cli.catalog import DrawerRow, translated_share
+from mempalace_cli.cjk import has_cjk
 from mempalace_cli.drawer_ids import candidate_ids, filed_under
 from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
@@ -82,6 +83,8 @@ class DrawerOps(PalaceCore):
             "palace_path": str(self.path),
             "store": self.store.location,
             "total_drawers": sum(wings.values()),
+            # Queries are embedded with it; all-MiniLM-L6-v2 is English-only.
+            "embedding_model": self.current_binding().model,
             "wings": wings,
             "rooms": rooms,
             "taxonomy": taxonomy,
@@ -172,6 +175,13 @@ class DrawerOps(PalaceCore):
         self.current_binding()
         embedder = self.embedder
         embedding = _InBackground(embedder.embed_query, query) if mode != "lexical" else None
+        # A Chinese query in hybrid mode is also translated (crosslingual.py): the dictionary
+        # loads beside the model, on a thread of its own.
+        translation = (
+            _InBackground(crosslingual.translate, query)
+            if mode == "hybrid" and self._bridges(query)
+            else None
+        )
         try:
             return self._search(
                 query,
@@ -184,12 +194,14 @@ class DrawerOps(PalaceCore):
                 before_n,
                 source_file,
                 max_distance,
+                translation,
             )
         finally:
             # Never leave the thread running into interpreter exit (an early error, say):
             # onnxruntime loading on a thread the interpreter tears down aborts the process.
-            if embedding is not None:
-                embedding.wait()
+            for running in (embedding, translation):
+                if running is not None:
+                    running.wait()
 
     def _search(
         self,
@@ -203,6 +215,7 @@ class DrawerOps(PalaceCore):
         before_n: str | None = None,
         source_file: str | None = None,
         max_distance: float | None = None,
+        translation: _InBackground | None = None,
     ) -> dict[str, Any]:
         # A catalogue known to mirror the store answers alone: no chromadb import at all.
         from_catalog = self.catalog_trusted()
@@ -229,7 +242,17 @@ class DrawerOps(PalaceCore):
             catalog_distances=all_distances if from_catalog or filt.beyond_place else None,
             filt=filt if filt.beyond_place else None,
         )
-        scores = self.fuse_candidates(query, vector_hits, lexical_hits)
+        translated_hits = (
+            self.translated_candidates(translation.result(), vector_hits, lexical_hits)
+            if translation is not None
+            else {}
+        )
+        # One side alone keeps that side's own order (similarity, or BM25): the fusion's
+        # script rules are for weighing two sides against each other.
+        single = None if mode == "hybrid" else fusion.FusionParams(method="rrf")
+        scores = self.fuse_candidates(
+            query, vector_hits, lexical_hits, params=single, translated=translated_hits
+        )
         ranked = fusion.order(scores, [(h[0], 1.0 - h[1]) for h in vector_hits], lexical_hits)
         top = ranked[:limit] if max_distance is None else ranked
 
@@ -253,6 +276,7 @@ class DrawerOps(PalaceCore):
 
         results = []
         lexical_ids = {i for i, _ in lexical_hits}
+        translated_ids = {i for i, share in translated_hits.items() if share > 0}
         for drawer_id in top:
             row = rows.get(drawer_id)
             if row is not None:
@@ -286,6 +310,12 @@ class DrawerOps(PalaceCore):
                         for side, hit in (
                             ("vector", drawer_id in from_store),
                             ("lexical", drawer_id in lexical_ids),
+                            # the bridge counts only across scripts (fusion.py)
+                            (
+                                "translated",
+                                drawer_id in translated_ids
+                                and fusion.script_of(text) != fusion.script_of(query),
+                            ),
                         )
                         if hit
                     ],
@@ -324,15 +354,18 @@ class DrawerOps(PalaceCore):
         vector_hits: list[tuple[str, float, str, dict[str, Any]]],
         lexical_hits: list[tuple[str, float]],
         params: fusion.FusionParams | None = None,
+        translated: dict[str, float] | None = None,
     ) -> dict[str, float]:
         """Each candidate's rank score (higher first) from both sides, each side weighed by its
-        confidence and by whether a candidate is written in the query's script (fusion.py).
+        confidence and by whether a candidate is written in the query's script (fusion.py);
+        `translated` is the dictionary bridge's side (`translated_candidates`).
         Without `params`, the fusion chosen for the palace's model."""
         if params is None:
             params = fusion.for_model(self.binding().model)
         scripts: dict[str, str] = {}
         if params.reads_scripts:  # rank fusion (MiniLM palaces) needs no candidate texts
-            ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
+            ids = [h[0] for h in vector_hits] + [i for i, _ in lexical_hits] + [*(translated or {})]
+            ids = list(dict.fromkeys(ids))
             texts = {i: r.text for i, r in self.catalog.get(ids).items()}
             texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts})
             scripts = {i: fusion.script_of(t) for i, t in texts.items()}
@@ -343,7 +376,32 @@ class DrawerOps(PalaceCore):
             scripts,
             params,
             (lambda: self.catalog.query_weight(query)) if lexical_hits else 0.0,
+            translated or {},
         )
+
+    def _bridges(self, query: str) -> bool:
+        """Whether a search for `query` reads the dictionary bridge: a CJK query, in a palace
+        whose model's fusion gives the translated side a weight."""
+        return has_cjk(query) and fusion.for_model(self.binding().model).translated_weight > 0
+
+    def translated_candidates(
+        self,
+        groups: list[list[str]],
+        vector_hits: list[tuple[str, float, str, dict[str, Any]]],
+        lexical_hits: list[tuple[str, float]],
+    ) -> dict[str, float]:
+        """The dictionary bridge's side: for each candidate both sides found, the share of
+        the question's words (`groups`, from crosslingual.translate) its text holds in
+        English (catalog.translated_share); {} for no translation. Only the candidates are
+        read (at most 2 x depth texts, the same cost at a million drawers as at ten): the
+        bridge re-ranks what the model found across languages, it doesn't search the palace
+        for the English words."""
+        if not groups:
+            return {}
+        ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
+        texts = {i: r.text for i, r in self.catalog.get(ids).items()}
+        texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts and h[2]})
+        return translated_share(groups, texts)
 
     def _embed_query(self, query: str) -> Any:
         return self.embedder.embed_query(query)
