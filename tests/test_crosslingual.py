@@ -187,3 +187,14 @@ def test_a_minilm_palace_answers_a_chinese_question_from_an_english_note(
         assert english[0]["source_file"] == "en-invoices"
     finally:
         found.close()
+
+
+def test_the_designs_own_chinese_query_finds_the_decision(cli_json: Any, mined_notes: dict) -> None:
+    """The design's end-to-end example searches the example notes in Chinese for why the team
+    chose Clerk; the answer is the English ADR. Through the CLI, as a user runs it."""
+    found = cli_json(
+        "search", "决定用 Clerk 的原因", "-n", "3", "--palace", str(mined_notes["palace"])
+    )
+    top = found["results"][0]
+    assert Path(top["source_file"]).name == "0006-auth0-to-clerk.md", found["results"]
+    assert "translated" in top["matched_by"]
