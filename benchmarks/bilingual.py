@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_models import DEFAULT, MODELS, new_palace  # noqa: E402
 
 from mempalace_cli import crosslingual  # noqa: E402
+from mempalace_cli.catalog import translated_share  # noqa: E402
 from mempalace_cli.fusion import LATIN, script_of  # noqa: E402
 
 DEV_SET = REPO / "tests" / "data" / "bilingual_dev.json"
@@ -83,7 +84,7 @@ def evaluate(model: str, data: dict[str, Any], root: Path, dump: list | None) ->
         if dump is not None:
             _, vec, lex = palace.search_candidates(q["query"], None, None, DEPTH)
             groups = crosslingual.translate(q["query"])
-            translated = palace.translated_candidates(groups, vec, lex)
+            translated = translated_share(groups, palace.candidate_texts(vec, lex))
             scripts = {n["id"]: script_of(n["text"]) for n in data["notes"]}
             dump.append(
                 {

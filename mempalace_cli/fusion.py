@@ -163,15 +163,13 @@ def fuse_scores(
     returning it: only the confidence fusion reads it (one FTS5 count per query term, which
     grows with the palace), so the rank fusions never compute it.
     `translated` maps a candidate to the share of the query's words its text holds through
-    the dictionary (crosslingual.py, catalog.translated_share, 0 to 1); only the confidence
-    fusion reads it."""
+    the dictionary (crosslingual.py, catalog.translated_share, 0 to 1): the confidence
+    fusion adds it as a third pull, plain rank fusion as a third ranked list."""
     vector, lexical = vector[: params.depth], lexical[: params.depth]
     translated = translated if translated and params.translated_weight else {}
     scripts = scripts or {}
-    one_script = all(
-        scripts.get(d, query_script) == query_script
-        for d in (*(d for d, _ in (*vector, *lexical)), *translated)
-    )
+    candidates = [d for d, _ in (*vector, *lexical)] + list(translated)
+    one_script = all(scripts.get(d, query_script) == query_script for d in candidates)
     if params.method == "rrf":
         score = _rrf(vector, lexical, params)
         _rrf_bridge(score, translated, query_script, scripts, params)
@@ -220,7 +218,7 @@ def _confidence(
     scripts: Mapping[str, str],
     params: FusionParams,
     query_weight: float,
-    translated: Mapping[str, float] | None = None,
+    translated: Mapping[str, float],
 ) -> dict[str, float]:
     """Vector side: z-scores against its own candidates (a top far above the rest pulls
     hard, a flat list barely moves anything). Keyword side: the share of the query a drawer
@@ -235,20 +233,16 @@ def _confidence(
     else:
         z_lex, _ = _standardise([s for _, s in lexical], params.z_cap)
         lex = {d: max(0.0, z) / params.z_cap for (d, _), z in zip(lexical, z_lex, strict=True)}
-    bridge = translated or {}
+    across = {d for d in translated if scripts.get(d, query_script) != query_script}
     score: dict[str, float] = {}
-    for drawer_id in {
-        *vec,
-        *lex,
-        *(d for d in bridge if scripts.get(d, query_script) != query_script),
-    }:
+    for drawer_id in {*vec, *lex, *across}:
         v = vec.get(drawer_id, vec_floor) if vector else 0.0
         lx = lex.get(drawer_id, 0.0)
         tr = 0.0
         if scripts.get(drawer_id, query_script) != query_script:
             v += params.cross_script_vector
             lx *= params.cross_script_lexical
-            tr = bridge.get(drawer_id, 0.0)
+            tr = translated.get(drawer_id, 0.0)
         score[drawer_id] = (
             params.vector_weight * v + params.lexical_weight * lx + params.translated_weight * tr
         )

@@ -166,7 +166,7 @@ def test_the_share_counts_each_word_once_and_reads_stems() -> None:
 def test_the_bridge_reads_only_the_searchs_candidates(palace: Palace) -> None:
     groups = crosslingual.translate(QUESTION)
     _, vector, lexical = palace.search_candidates(QUESTION, None, None, 2)
-    shares = palace.translated_candidates(groups, vector, lexical)
+    shares = translated_share(groups, palace.candidate_texts(vector, lexical))
     candidates = {h[0] for h in vector} | {i for i, _ in lexical}
     assert set(shares) <= candidates
 

@@ -1,6 +1,7 @@
 """Importing the service stays cheap: the miners (the chat parsers, pathspec, ~70 ms), chromadb,
 onnxruntime and rich load only when an operation needs them, so a fresh `search --json` process
-never pays for mining code it does not run."""
+never pays for mining code it does not run. (miners.paths, how a source path is stored, is
+plain string code the service uses everywhere; it may load.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import sys
 
 import pytest
 
-HEAVY = ("mempalace_cli.miners", "chromadb", "onnxruntime", "rich")
+MINERS = ("convos", "files", "project", "rooms", "chunking")
+HEAVY = (
+    *(f"mempalace_cli.miners.{m}" for m in MINERS),
+    "pathspec",
+    "chromadb",
+    "onnxruntime",
+    "rich",
+)
 
 PROBE = """
 import sys

@@ -26,11 +26,14 @@ from typing import TYPE_CHECKING, Any
 from mempalace_cli.catalog import DrawerRow, FileRecord
 from mempalace_cli.drawer_ids import drawer_id as convo_drawer_id
 from mempalace_cli.drawer_ids import legacy_drawer_id
+from mempalace_cli.miners.paths import source_key
+from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.mining import (
     EMBED_GROUP,
     PER_FILE_ERRORS,
     MineReport,
+    _rel,
     _resolve_dir,
     per_file_reason,
 )
@@ -76,9 +79,6 @@ class ConvoMiningOps(PalaceCore):
     ) -> dict[str, Any]:
         """Mine the chat exports under `directory` (any mix of the six formats) into `wing`
         (default: the folder's name). Returns the same report as project mining."""
-        from mempalace_cli.miners.paths import source_key
-        from mempalace_cli.miners.rooms import normalize_name
-
         started = time.perf_counter()
         root = _resolve_dir(directory)
         wing_name = normalize_name(wing or root.name)
@@ -127,7 +127,6 @@ class ConvoMiningOps(PalaceCore):
     ) -> tuple[list[PendingExport], set[str]]:
         from mempalace_cli.miners.convos import SLACK_INDEX, ParseError, detect
         from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
-        from mempalace_cli.miners.paths import source_key
         from mempalace_cli.miners.project import DEFAULT_EXCLUDE
 
         pending: list[PendingExport] = []
@@ -268,8 +267,6 @@ class ConvoMiningOps(PalaceCore):
         """File the new drawers EMBED_GROUP at a time. A file's manifest entry is written with
         its last drawers, so a crash never records an export as mined when it wasn't; the next
         run finds the drawers already filed and adds only the rest."""
-        from mempalace_cli.miners.paths import source_key
-
         rows: list[DrawerRow] = []
         done: list[PendingExport] = []
 
@@ -318,7 +315,6 @@ class ConvoMiningOps(PalaceCore):
             yield from p.rows
             return
         from mempalace_cli.miners.convos import ParseError
-        from mempalace_cli.miners.paths import source_key
 
         context = _RowContext(
             wing, agent, source_key(p.path), source_key(root), p.content_hash, p.mtime
@@ -356,8 +352,6 @@ class ConvoMiningOps(PalaceCore):
     ) -> tuple[list[str], dict[str, str]]:
         """(drawers to delete, drawer -> file to re-point it at) for exports that were
         deleted or lost exchanges."""
-        from mempalace_cli.miners.paths import source_key
-
         gone_files = set(removed)
         candidates: dict[str, str] = {}  # drawer id -> the file it used to come from
         for p in pending:
@@ -478,13 +472,3 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 text (invalid byte at offset {exc.start})"
     return per_file_reason(exc)
-
-
-def _rel(root: Path | str, src: str) -> str:
-    """A stored source path relative to the mined folder, for reports."""
-    from mempalace_cli.miners.paths import source_key
-
-    try:
-        return Path(src).relative_to(source_key(root)).as_posix()
-    except ValueError:
-        return src

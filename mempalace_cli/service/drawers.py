@@ -242,16 +242,17 @@ class DrawerOps(PalaceCore):
             catalog_distances=all_distances if from_catalog or filt.beyond_place else None,
             filt=filt if filt.beyond_place else None,
         )
-        translated_hits = (
-            self.translated_candidates(translation.result(), vector_hits, lexical_hits)
-            if translation is not None
-            else {}
-        )
+        # The dictionary bridge scores the candidates' texts only (the same cost at a million
+        # drawers as at ten): it re-ranks what the two sides found, it doesn't search.
+        texts, translated_hits = None, {}
+        if translation is not None:
+            texts = self.candidate_texts(vector_hits, lexical_hits)
+            translated_hits = translated_share(translation.result(), texts)
         # One side alone keeps that side's own order (similarity, or BM25): the fusion's
         # script rules are for weighing two sides against each other.
         single = None if mode == "hybrid" else fusion.FusionParams(method="rrf")
         scores = self.fuse_candidates(
-            query, vector_hits, lexical_hits, params=single, translated=translated_hits
+            query, vector_hits, lexical_hits, single, translated_hits, texts
         )
         ranked = fusion.order(scores, [(h[0], 1.0 - h[1]) for h in vector_hits], lexical_hits)
         top = ranked[:limit] if max_distance is None else ranked
@@ -277,6 +278,7 @@ class DrawerOps(PalaceCore):
         results = []
         lexical_ids = {i for i, _ in lexical_hits}
         translated_ids = {i for i, share in translated_hits.items() if share > 0}
+        query_script = fusion.script_of(query)
         for drawer_id in top:
             row = rows.get(drawer_id)
             if row is not None:
@@ -314,7 +316,7 @@ class DrawerOps(PalaceCore):
                             (
                                 "translated",
                                 drawer_id in translated_ids
-                                and fusion.script_of(text) != fusion.script_of(query),
+                                and fusion.script_of(text) != query_script,
                             ),
                         )
                         if hit
@@ -355,19 +357,19 @@ class DrawerOps(PalaceCore):
         lexical_hits: list[tuple[str, float]],
         params: fusion.FusionParams | None = None,
         translated: dict[str, float] | None = None,
+        texts: dict[str, str] | None = None,
     ) -> dict[str, float]:
         """Each candidate's rank score (higher first) from both sides, each side weighed by its
         confidence and by whether a candidate is written in the query's script (fusion.py);
-        `translated` is the dictionary bridge's side (`translated_candidates`).
+        `translated` is the dictionary bridge's side (catalog.translated_share); `texts`, the
+        candidates' texts if the caller has read them already (`candidate_texts`).
         Without `params`, the fusion chosen for the palace's model."""
         if params is None:
             params = fusion.for_model(self.binding().model)
         scripts: dict[str, str] = {}
-        if params.reads_scripts:  # rank fusion (MiniLM palaces) needs no candidate texts
-            ids = [h[0] for h in vector_hits] + [i for i, _ in lexical_hits] + [*(translated or {})]
-            ids = list(dict.fromkeys(ids))
-            texts = {i: r.text for i, r in self.catalog.get(ids).items()}
-            texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts})
+        if params.reads_scripts:  # rank fusion within one script needs no candidate texts
+            if texts is None:
+                texts = self.candidate_texts(vector_hits, lexical_hits)
             scripts = {i: fusion.script_of(t) for i, t in texts.items()}
         return fusion.fuse_scores(
             [(h[0], 1.0 - h[1]) for h in vector_hits],
@@ -384,24 +386,17 @@ class DrawerOps(PalaceCore):
         whose model's fusion gives the translated side a weight."""
         return has_cjk(query) and fusion.for_model(self.binding().model).translated_weight > 0
 
-    def translated_candidates(
+    def candidate_texts(
         self,
-        groups: list[list[str]],
         vector_hits: list[tuple[str, float, str, dict[str, Any]]],
         lexical_hits: list[tuple[str, float]],
-    ) -> dict[str, float]:
-        """The dictionary bridge's side: for each candidate both sides found, the share of
-        the question's words (`groups`, from crosslingual.translate) its text holds in
-        English (catalog.translated_share); {} for no translation. Only the candidates are
-        read (at most 2 x depth texts, the same cost at a million drawers as at ten): the
-        bridge re-ranks what the model found across languages, it doesn't search the palace
-        for the English words."""
-        if not groups:
-            return {}
+    ) -> dict[str, str]:
+        """Each candidate's text (id -> text): from the catalogue, else as the store returned
+        it with the vector hit."""
         ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
         texts = {i: r.text for i, r in self.catalog.get(ids).items()}
-        texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts and h[2]})
-        return translated_share(groups, texts)
+        texts.update({h[0]: h[2] for h in vector_hits if h[0] not in texts})
+        return texts
 
     def _embed_query(self, query: str) -> Any:
         return self.embedder.embed_query(query)

@@ -15,6 +15,8 @@ from mempalace_cli.catalog import DrawerRow, FileRecord
 from mempalace_cli.config import PROJECT_FILE, write_toml
 from mempalace_cli.drawer_ids import drawer_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.miners.paths import source_key, storable
+from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
 
 # The miners are imported where files are mined, not here: `import mempalace_cli.service`
@@ -50,8 +52,6 @@ PER_FILE_ERRORS = (OSError, ValueError, RecursionError, MemoryError)
 
 def per_file_reason(exc: BaseException) -> str:
     """A skip reason for an error raised while mining one file."""
-    from mempalace_cli.miners.paths import storable
-
     if isinstance(exc, FileNotFoundError):
         return "vanished while it was being mined; it is mined again when it reappears"
     if isinstance(exc, OSError):
@@ -76,8 +76,6 @@ class PendingFile:
 
     @property
     def source(self) -> str:
-        from mempalace_cli.miners.paths import source_key
-
         return source_key(self.path)
 
 
@@ -159,13 +157,12 @@ class MiningOps(PalaceCore):
     ) -> dict[str, Any]:
         """Detect rooms from the folder layout, write DIR/mempalace.toml (unless one exists and
         `overwrite` is false), and create the palace if it is missing."""
-        from mempalace_cli.miners.paths import source_key, storable
         from mempalace_cli.miners.project import (
             DEFAULT_EXCLUDE,
             ProjectConfig,
             load_project_config,
         )
-        from mempalace_cli.miners.rooms import detect_rooms, normalize_name
+        from mempalace_cli.miners.rooms import detect_rooms
 
         root = _resolve_dir(directory)
         project_file = root / PROJECT_FILE
@@ -224,13 +221,12 @@ class MiningOps(PalaceCore):
                 limit=limit,
                 progress=progress,
             )
-        from mempalace_cli.miners.paths import source_key
         from mempalace_cli.miners.project import (
             DEFAULT_EXCLUDE,
             ProjectConfig,
             load_project_config,
         )
-        from mempalace_cli.miners.rooms import detect_rooms, normalize_name
+        from mempalace_cli.miners.rooms import detect_rooms
 
         root = _resolve_dir(directory)
         project = load_project_config(root) or ProjectConfig(
@@ -337,7 +333,6 @@ class MiningOps(PalaceCore):
         unreadable now); False when it was mined before and can't be read as text any more.
         With `rooms_changed` (the rooms in mempalace.toml were edited), an unchanged file whose
         room would now differ is re-filed too."""
-        from mempalace_cli.miners.paths import source_key
         from mempalace_cli.miners.project import FileText, plan_file, read_text_file
 
         src = item.source
@@ -443,8 +438,6 @@ class MiningOps(PalaceCore):
         report: MineReport,
         notify: ProgressFn,
     ) -> None:
-        from mempalace_cli.miners.paths import source_key
-
         rows = [r for f in group for r in f.rows]
         owners = [f.rel for f in group for _ in f.rows]
         embeddings = self._embed_with_progress([r.text for r in rows], owners, notify)
@@ -527,8 +520,6 @@ def _change_reason(rec: FileRecord | None, wing: str, digest: str) -> str:
 
 def _rel(root: Path | str, src: str) -> str:
     """A stored source path relative to the mined folder, for reports."""
-    from mempalace_cli.miners.paths import source_key
-
     try:
         return Path(src).relative_to(source_key(root)).as_posix()
     except ValueError:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.catalog import FileRecord
 from mempalace_cli.config import PROJECT_FILE
+from mempalace_cli.miners.paths import on_disk, source_key, storable
+from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.mining import (
     EMBED_GROUP,
     PER_FILE_ERRORS,
@@ -129,13 +131,12 @@ class WatchOps(MiningOps):
     def project_for(self, root: Path) -> ProjectConfig:
         """The folder's mempalace.toml, or the rooms `mine` would detect; cached until the
         file or the folder's top level changes (detecting rooms reads the whole tree)."""
-        from mempalace_cli.miners.paths import source_key
         from mempalace_cli.miners.project import (
             DEFAULT_EXCLUDE,
             ProjectConfig,
             load_project_config,
         )
-        from mempalace_cli.miners.rooms import detect_rooms, normalize_name
+        from mempalace_cli.miners.rooms import detect_rooms
 
         project_file = root / PROJECT_FILE
         key = (
@@ -174,9 +175,6 @@ class WatchOps(MiningOps):
         edited files re-use the vectors of their unchanged chunks. A change to mempalace.toml or
         a .gitignore re-checks the whole folder, as `mine` does, and so does convos mode.
         """
-        from mempalace_cli.miners.paths import source_key
-        from mempalace_cli.miners.rooms import normalize_name
-
         started = time.perf_counter()
         root = Path(directory).resolve()
         paths = [Path(os.path.normpath(os.path.abspath(p))) for p in paths]
@@ -240,7 +238,6 @@ class WatchOps(MiningOps):
     ) -> tuple[list[Candidate], set[str]]:
         """The changed paths as files to look at, and known files that are gone."""
         from mempalace_cli.miners.files import Candidate, walk
-        from mempalace_cli.miners.paths import on_disk, source_key
 
         files: dict[str, Candidate] = {}
         gone: set[str] = set()
@@ -274,7 +271,6 @@ class WatchOps(MiningOps):
     @staticmethod
     def _candidate(root: Path, path: Path) -> Candidate | None:
         from mempalace_cli.miners.files import Candidate, symlink_problem
-        from mempalace_cli.miners.paths import storable
 
         if path.is_symlink() and symlink_problem(path, root) is not None:
             return None
@@ -286,8 +282,6 @@ class WatchOps(MiningOps):
         """Embed what is new, re-use stored vectors for chunks whose text is already in the
         palace under the file's old drawers (or a moved file's), and file the group in one
         write."""
-        from mempalace_cli.miners.paths import source_key
-
         rows = [r for p in group for r in p.pending.rows]
         sources = [
             i
@@ -352,8 +346,6 @@ class WatchOps(MiningOps):
     def _full_rescan(
         self, root: Path, wing: str | None, agent: str | None, mode: str, started: float
     ) -> dict[str, Any]:
-        from mempalace_cli.miners.paths import source_key
-
         full = self.mine(root, wing=wing, agent=agent, mode=mode)
         report = BatchReport(source_key(root), full["wing"], mode, full_rescan=True)
         report.mined = full["mined_files"]
