@@ -271,6 +271,26 @@ DRAWER_OUT = _out(
     filed_at="string",
     metadata="object",
 )
+# A search hit: a drawer plus why it was found, so an agent can weigh a hit that only the
+# dictionary bridge found (a Chinese question, an English note) before quoting it as proof.
+SEARCH_HIT_OUT = {
+    **DRAWER_OUT,
+    "properties": DRAWER_OUT["properties"]
+    | {
+        "similarity": {
+            "type": ["number", "null"],
+            "description": "Cosine similarity to the query, 0-1; null when only keywords found it.",
+        },
+        "matched_by": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["vector", "lexical", "translated"]},
+            "description": "Which sides found this drawer: vector (meaning), lexical (the "
+            "query's words), translated (a Chinese query's words translated to English by "
+            "dictionary). A hit found by 'translated' alone is a lead to read, not proof.",
+        },
+    },
+    "required": ["drawer_id", "text"],
+}
 FACT_OUT = _out(
     ("triple_id", "subject", "predicate", "object"),
     triple_id="string",
@@ -337,7 +357,7 @@ def _search(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
         source_file=a["source_file"],
         max_distance=a["max_distance"],
     )
-    keys = ("drawer_id", "text", "wing", "room", "source_file", "similarity")
+    keys = ("drawer_id", "text", "wing", "room", "source_file", "similarity", "matched_by")
     view: dict[str, Any] = {
         "query": result["query"],
         "filters": result["filters"],
@@ -428,14 +448,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         "mempalace_search",
         "Search the palace",
         "Find the drawers that best answer a query (keyword + semantic ranking). Returns each "
-        "drawer's verbatim text with its wing, room, source file and similarity (0-1). A filter "
+        "drawer's verbatim text with its wing, room, source file, similarity (0-1) and matched_by "
+        "(the sides that found it). A filter "
         "that matches nothing returns no results and a hint naming the closest wings or rooms.",
         _search,
         _out(
             ("query", "filters", "results"),
             query="string",
             filters="object",
-            results={"type": "array", "items": DRAWER_OUT | {"required": ["drawer_id", "text"]}},
+            results={"type": "array", "items": SEARCH_HIT_OUT},
             hint="string",
         ),
         (

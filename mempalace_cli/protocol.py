@@ -28,8 +28,8 @@ mempalace_delete_by_source; file a folder with mempalace_mine.
 5. When a fact changes, use mempalace_kg_supersede (or mempalace_kg_invalidate, then \
 mempalace_kg_add). History: mempalace_kg_timeline, mempalace_kg_stats.
 6. End a session with a diary entry: mempalace_diary_write (mempalace_diary_read reads it).
-7. Search in the user's words: Chinese finds English notes too. An all-MiniLM-L6-v2 palace \
-(status: embedding_model) is English-only: search it in English.
+7. Search in the user's words: Chinese finds English notes too. In an all-MiniLM-L6-v2 palace \
+(status: embedding_model), search Chinese notes in Chinese.
 8. AAAK lines are lossy summaries: quote the drawer text. mempalace_get_aaak_spec explains them.
 9. Explore: mempalace_list_wings, mempalace_list_rooms, mempalace_get_taxonomy, \
 mempalace_traverse, mempalace_find_tunnels, mempalace_graph_stats.

@@ -185,6 +185,9 @@ def test_a_minilm_palace_answers_a_chinese_question_from_an_english_note(
         assert "translated" in by_note["en-invoices"]["matched_by"]
         english = found.search("How are customer invoices generated?", limit=1)["results"]
         assert english[0]["source_file"] == "en-invoices"
+        # The memory protocol tells agents to search such a palace's Chinese notes in Chinese.
+        printer = found.search("打印机的墨盒什么时候检查？", limit=1)["results"]
+        assert printer[0]["source_file"] == "zh-printing"
     finally:
         found.close()
 
