@@ -15,7 +15,7 @@ baseline, with each source word's translations kept together as one group (a wor
 eight dictionary senses counts once, not eight times): the query's CJK runs are split by
 longest dictionary match; question and function words are skipped; each word's group holds
 the words of its first senses, minus senses marked as surnames, variants, or classical,
-archaic, literary or regional usage.
+archaic, literary or regional usage, plus the English nouns of its verb senses (`noun_forms`).
 """
 
 from __future__ import annotations
@@ -111,10 +111,16 @@ class Dictionary:
                 sense = sense.strip()
                 if not sense or _SKIP_SENSE.match(sense) or _SKIP_REGISTER.match(sense):
                     continue
-                for w in _ENGLISH_WORD.findall(_PAREN.sub(" ", sense)):
-                    low = w.lower()
-                    if len(w) > 1 and low not in _META_WORDS:
-                        out.append(low)
+                found = [
+                    w.lower()
+                    for w in _ENGLISH_WORD.findall(_PAREN.sub(" ", sense))
+                    if len(w) > 1 and w.lower() not in _META_WORDS
+                ]
+                out.extend(found)
+                # A word's verb sense ("to store (up)") is written as a noun too; a lone
+                # character's verb sense is too often a function word's (用 "to use": "with").
+                if len(word) > 1 and len(found) > 1 and found[0] == "to":
+                    out.extend(noun_forms(found[1]))
                 taken += 1
                 if taken == keep:
                     break
@@ -139,6 +145,34 @@ class Dictionary:
             return []
         latin = [[w] for w in dict.fromkeys(_LATIN_WORD.findall(CJK_RUN.sub(" ", query)))]
         return (latin + groups)[:MAX_WORDS]
+
+
+def noun_forms(verb: str) -> list[str]:
+    """English nouns a Chinese verb may be written as in a note. Chinese does not mark a word
+    as verb or noun (存储 is "store" and "storage", 支付 "pay" and "payment") and CC-CEDICT
+    mostly lists the verb, while porter stemming keeps "store" and "storage" apart. So the
+    regular nominalisations are added; a form that is no word matches nothing. Suffixes whose
+    short stems make unrelated words (state -> station, save -> savage) need longer stems."""
+    if not verb.isalpha() or len(verb) < 3:
+        return []
+    forms = [verb + "ment"]
+    if verb.endswith("e"):  # store -> storage, storer; approve -> approval
+        stem = verb[:-1]
+        forms += [verb + "r", stem + "al", stem + "ure"]
+        if len(verb) >= 5:
+            forms.append(stem + "age")
+        if len(verb) >= 6:  # migrate -> migration, migrator
+            forms += [stem + "ion", stem + "or"]
+    elif verb.endswith("y") and verb[-2] not in "aeiou":  # notify -> notification
+        forms.append(verb[:-1] + "ication")
+    else:  # pay -> payment, payer; perform -> performance; fail -> failure; pack -> package
+        forms += [verb + "er", verb + "or", verb + "age", verb + "ure", verb + "ance"]
+        forms.append(verb + "ence")
+        if len(verb) >= 5:  # connect -> connection, confirm -> confirmation
+            forms += [verb + "ion", verb + "ation"]
+        if verb.endswith("er"):  # register -> registration
+            forms.append(verb[:-2] + "ration")
+    return forms
 
 
 def dictionary_path() -> Path | None:

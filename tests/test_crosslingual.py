@@ -85,6 +85,42 @@ def test_the_translation_reads_the_dictionary() -> None:
     assert "invoice" in words(crosslingual.translate("發票"))
 
 
+def test_a_chinese_verb_is_also_read_as_the_english_noun() -> None:
+    """Chinese writes 支付 for "pay" and "payment", 存储 for "store" and "storage"; stemming
+    keeps those English pairs apart, so the group holds the nouns too."""
+    assert {"pay", "payment"} <= words(crosslingual.translate("支付"))
+    assert {"store", "storage"} <= words(crosslingual.translate("存储"))
+    assert {"notify", "notification"} <= words(crosslingual.translate("通知"))
+    assert {"migrate", "migration"} <= words(crosslingual.translate("迁移"))
+    # Short stems that would make unrelated words are left alone.
+    assert "station" not in crosslingual.noun_forms("state")
+    assert "savage" not in crosslingual.noun_forms("save")
+    assert crosslingual.noun_forms("go") == []
+    assert crosslingual.noun_forms("log-in") == []
+
+
+def test_a_payment_note_answers_a_question_about_paying(tmp_path: Path) -> None:
+    """The note says "payment failures"; the question says 支付 and 失败 (CC-CEDICT: "to pay",
+    "to fail"), stems that "payment" and "failures" don't share. In a MiniLM palace, where
+    the model reads no Chinese, only the nouns can put the note first: without them the
+    deploy note, which says "fails", would win."""
+    notes = {
+        "en-payments": "Payment failures spike on Mondays because the card processor "
+        "rate-limits our batch of renewals.",
+        "en-deploys": "The deploy pipeline fails when the build cache is cold; rerun it once.",
+        "en-release": "The mobile release train leaves every second Tuesday.",
+        "zh-queue": "消息队列的消费者每五分钟检查一次积压，超过一万条时告警。",
+        "zh-refund": "退款申请由客服审核，金额超过五百元需要主管批准。",
+    }
+    found = palace_of_notes(tmp_path, notes, model="all-MiniLM-L6-v2")
+    try:
+        hits = found.search("支付为什么会失败？", limit=3)["results"]
+        assert hits[0]["source_file"] == "en-payments", [h["source_file"] for h in hits]
+        assert "translated" in hits[0]["matched_by"]
+    finally:
+        found.close()
+
+
 @pytest.mark.parametrize(
     "query",
     [

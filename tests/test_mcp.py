@@ -181,9 +181,9 @@ def test_search_says_which_side_found_a_chinese_questions_english_note(mcp: McpS
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known miss: the dictionary reads 对象存储 as 'object' + 'store', and ADR-0001's "
-    "'object store' beats ADR-0002's 'object storage' (porter keeps storage/store apart); "
-    "the MinIO note is 3rd",
+    reason="known miss: ADR-0001 holds a word for each of 我们, 选择, 对象 and 存储 (we, "
+    "options, object, store) while ADR-0002 has none for 选择, and the dictionary bridge "
+    "outweighs the vector side, which prefers ADR-0002; the MinIO note is 3rd",
 )
 def test_a_chinese_question_ranks_its_english_note_first(mcp: McpSession) -> None:
     found = mcp.ok("mempalace_search", {"query": QUESTION_ZH, "limit": 3})
