@@ -27,8 +27,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mempalace_cli.catalog import STOPWORDS, fts_query  # noqa: E402
+from mempalace_cli.catalog import fts_query  # noqa: E402
 from mempalace_cli.cjk import index_text  # noqa: E402
+from mempalace_cli.wordlists import STOPWORDS  # noqa: E402
 
 DEV_SET = REPO / "tests" / "data" / "bilingual_dev.json"
 Splitter = Callable[[str], str]

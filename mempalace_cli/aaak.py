@@ -22,8 +22,8 @@ from pathlib import PurePath
 from typing import Any
 
 from mempalace_cli import cjk
-from mempalace_cli.catalog import STOPWORDS
 from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.wordlists import STOPWORDS
 
 VERSION = 1
 

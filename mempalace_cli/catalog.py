@@ -32,6 +32,7 @@ from mempalace_cli.cjk import CJK_RUN, bigrams, index_text, is_question_gram
 from mempalace_cli.filters import DrawerFilter
 from mempalace_cli.sqlite_db import open_palace_db
 from mempalace_cli.term_postings import TermPostings
+from mempalace_cli.wordlists import STOPWORDS
 
 # One-time notices (an index upgrade) go to stderr through logging: the core prints nothing.
 notices = logging.getLogger("mempalace.notice")
@@ -99,17 +100,6 @@ _FTS_STATEMENTS = (
     f"INSERT INTO drawer_fts(rowid, text) VALUES (new.rowid, {INDEX_TEXT_FN}(new.text)); END",
 )
 
-# Words too common to be worth a lexical match; the vector side still reads them.
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself
-    yourselves""".split()
-)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 

@@ -11,16 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mempalace_cli.cjk import CJK_CHAR as _CJK
+from mempalace_cli.wordlists import STOPWORDS
+
 PASSAGE_LINES = 6
 PASSAGE_CHARS = 480
 _WORD = re.compile(r"\w+", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-# Words too common to say anything about where a passage matches.
-STOPWORDS = frozenset(
-    "a an and are as at be by did do does for from had has have how i in is it its of on or "
-    "our so that the their them there these this to was we were what when where which who why "
-    "will with you your".split()
-)
 
 
 @dataclass(frozen=True)
