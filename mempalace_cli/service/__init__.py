@@ -12,17 +12,19 @@ from functools import cached_property
 from typing import Any
 
 from mempalace_cli.config import Settings, resolve_settings
+from mempalace_cli.graph import PalaceGraph
+from mempalace_cli.layers import DEFAULT_BUDGET
 from mempalace_cli.service.convos import ConvoMiningOps
 from mempalace_cli.service.curation import DrawerCuration
-from mempalace_cli.service.diary import DiaryOps
+from mempalace_cli.service.diary import Diary
 from mempalace_cli.service.drawers import DrawerOps
 from mempalace_cli.service.knowledge import KnowledgeOps
 from mempalace_cli.service.migrating import MigrateOps
 from mempalace_cli.service.mining import MiningOps
-from mempalace_cli.service.navigation import NavigationOps
+from mempalace_cli.service.navigation import PalaceNavigation
 from mempalace_cli.service.neighbours import DrawerNeighbours
 from mempalace_cli.service.reembed import ReembedOps
-from mempalace_cli.service.wakeup import WakeUpOps
+from mempalace_cli.service.wakeup import WakeUp
 from mempalace_cli.service.watching import WatchOps
 
 
@@ -32,9 +34,6 @@ class Palace(
     ConvoMiningOps,
     DrawerOps,
     KnowledgeOps,
-    DiaryOps,
-    NavigationOps,
-    WakeUpOps,
     ReembedOps,
     MigrateOps,
 ):
@@ -85,6 +84,62 @@ class Palace(
 
     def drawer_neighbours(self, drawer_id: str, around: int = 2) -> dict[str, Any]:
         return self.neighbours.drawer_neighbours(drawer_id, around)
+
+    # -- an agent's diary (service/diary.py) ------------------------------------------------
+    @cached_property
+    def diary(self) -> Diary:
+        return Diary(self)
+
+    def diary_write(
+        self, agent: str, content: str, topic: str | None = None, wing: str | None = None
+    ) -> dict[str, Any]:
+        return self.diary.diary_write(agent, content, topic, wing)
+
+    def diary_read(self, agent: str, last: int = 10, wing: str | None = None) -> dict[str, Any]:
+        return self.diary.diary_read(agent, last, wing)
+
+    # -- walking the palace graph (service/navigation.py) -----------------------------------
+    @cached_property
+    def navigation(self) -> PalaceNavigation:
+        return PalaceNavigation(self)
+
+    def palace_graph(self) -> PalaceGraph:
+        return self.navigation.palace_graph()
+
+    def traverse(self, start_room: str, max_hops: int = 2) -> dict[str, Any]:
+        return self.navigation.traverse(start_room, max_hops)
+
+    def find_tunnels(self, wing_a: str | None = None, wing_b: str | None = None) -> dict[str, Any]:
+        return self.navigation.find_tunnels(wing_a, wing_b)
+
+    def graph_stats(self) -> dict[str, Any]:
+        return self.navigation.graph_stats()
+
+    def export_graph(self, fmt: str = "mermaid") -> str:
+        return self.navigation.export_graph(fmt)
+
+    # -- what an agent reads first (service/wakeup.py) --------------------------------------
+    @cached_property
+    def waking(self) -> WakeUp:
+        return WakeUp(self)
+
+    def wake_up(self, wing: str | None = None, budget: int = DEFAULT_BUDGET) -> dict[str, Any]:
+        return self.waking.wake_up(wing, budget)
+
+    def protocol(self) -> str:
+        return self.waking.protocol()
+
+    def aaak_spec(self) -> str:
+        return self.waking.aaak_spec()
+
+    def aaak_encode(self, text: str, **meta: Any) -> str:
+        return self.waking.aaak_encode(text, **meta)
+
+    def identity(self) -> dict[str, Any]:
+        return self.waking.identity()
+
+    def set_identity(self, text: str) -> dict[str, Any]:
+        return self.waking.set_identity(text)
 
 
 def open_palace(

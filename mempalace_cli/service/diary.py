@@ -1,21 +1,24 @@
 """An agent's diary: entries filed as drawers in wing `wing_<agent>` (or a wing the agent
 names), room `diary`, so search finds them too. Reading goes to the catalogue only (no Chroma,
 no model). Diaries stay private: the palace graph leaves `diary` rooms out of tunnel
-detection, and an agent name with no letters or digits is refused rather than shared."""
+detection, and an agent name with no letters or digits is refused rather than shared. A part
+the `Palace` facade owns and delegates to."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.catalog import DrawerRow
 from mempalace_cli.errors import InvalidInputError
-from mempalace_cli.service.core import PalaceCore
 from mempalace_cli.service.drawers import _check_content
 from mempalace_cli.service.names import name_to_file, name_to_read
 from mempalace_cli.service.navigation import read_catalog
+
+if TYPE_CHECKING:
+    from mempalace_cli.service.drawers import DrawerOps
 
 DIARY_ROOM = "diary"
 DEFAULT_TOPIC = "general"
@@ -34,7 +37,12 @@ def diary_wing(agent: str, wing: str | None = None) -> str:
     return name if name.startswith("wing_") else f"wing_{name}"
 
 
-class DiaryOps(PalaceCore):
+class Diary:
+    """The diary verbs, over the palace's drawer operations (it files entries as drawers)."""
+
+    def __init__(self, drawers: DrawerOps) -> None:
+        self.drawers = drawers
+
     def diary_write(
         self, agent: str, content: str, topic: str | None = None, wing: str | None = None
     ) -> dict[str, Any]:
@@ -59,11 +67,11 @@ class DiaryOps(PalaceCore):
             "content_hash": hashlib.sha256(content.encode("utf-8")).hexdigest(),
         }
         row = DrawerRow(drawer_id, wing, DIARY_ROOM, "", None, timestamp, content, meta)
-        self.create()
-        self.sync()
-        vec = self.embedder.embed([content])
-        with self.lock.hold():
-            self._file_drawers([row], vec)
+        self.drawers.create()
+        self.drawers.sync()
+        vec = self.drawers.embedder.embed([content])
+        with self.drawers.lock.hold():
+            self.drawers._file_drawers([row], vec)
         return {
             "success": True,
             "drawer_id": drawer_id,
@@ -79,7 +87,7 @@ class DiaryOps(PalaceCore):
         diary_wing(agent)  # refuses names that can't be an agent
         if isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= MAX_READ:
             raise InvalidInputError(f"last must be 1 to {MAX_READ}, not {last!r}.")
-        catalog = read_catalog(self)
+        catalog = read_catalog(self.drawers)
         if wing is not None and wing.strip():
             known = {w for w, _r, _n in catalog.counts_by_wing_room()}
             wing = name_to_read(wing, known) or diary_wing(agent)

@@ -1,6 +1,6 @@
 """Walking the palace: traverse from a room, find the tunnels between wings, graph stats, and
 exports to Mermaid or Graphviz DOT. Everything is computed from drawer metadata in the
-catalogue, never from drawer text."""
+catalogue, never from drawer text. A part the `Palace` facade owns and delegates to."""
 
 from __future__ import annotations
 
@@ -26,9 +26,12 @@ def read_catalog(core: PalaceCore) -> Catalog:
     return core.catalog
 
 
-class NavigationOps(PalaceCore):
+class PalaceNavigation:
+    def __init__(self, core: PalaceCore) -> None:
+        self.core = core
+
     def palace_graph(self) -> PalaceGraph:
-        return PalaceGraph(read_catalog(self).counts_by_wing_room())
+        return PalaceGraph(read_catalog(self.core).counts_by_wing_room())
 
     def traverse(self, start_room: str, max_hops: int = 2) -> dict[str, Any]:
         """Rooms reachable from `start_room` within `max_hops`, breadth-first. An unknown room

@@ -2,6 +2,7 @@
 
 Wake-up reads drawers from the catalogue only (SQLite), so it needs neither chromadb nor the
 embedding model, and it never writes: a missing palace still yields identity and protocol.
+A part the `Palace` facade owns and delegates to.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from mempalace_cli.protocol import PROTOCOL
 from mempalace_cli.service.core import PalaceCore
 
 
-class WakeUpOps(PalaceCore):
+class WakeUp:
+    def __init__(self, core: PalaceCore) -> None:
+        self.core = core
+
     def protocol(self) -> str:
         """The rules an agent follows with this palace."""
         return PROTOCOL
@@ -44,8 +48,8 @@ class WakeUpOps(PalaceCore):
                 f"not {budget}.",
                 hint=f"The default, {layers.DEFAULT_BUDGET}, fits identity, story and protocol.",
             )
-        counter = get_token_counter(self.settings.embedding_model_dir)
-        identity_path = self.settings.identity_path
+        counter = get_token_counter(self.core.settings.embedding_model_dir)
+        identity_path = self.core.settings.identity_path
         identity = self._server_identity() or layers.read_identity(identity_path)
         entries, note = self._story_entries(wing)
         return layers.assemble(identity, identity_path, entries, note, counter.count, budget)
@@ -53,16 +57,16 @@ class WakeUpOps(PalaceCore):
     def _server_identity(self) -> str | None:
         """A server palace's identity, shared by every machine (set by `migrate --to` or
         `set_identity`); None for an embedded palace or when the server has none."""
-        if not self.settings.chroma_url:
+        if not self.core.settings.chroma_url:
             return None
-        return self.store.ledger.identity()
+        return self.core.store.ledger.identity()
 
     def identity(self) -> dict[str, Any]:
         """The identity text (L0) and where it is read from (None when there is none)."""
         shared = self._server_identity()
         if shared is not None:
-            return {"text": shared, "where": self.store.location}
-        path = self.settings.identity_path
+            return {"text": shared, "where": self.core.store.location}
+        path = self.core.settings.identity_path
         return {"text": layers.read_identity(path), "where": str(path)}
 
     def set_identity(self, text: str) -> dict[str, Any]:
@@ -70,35 +74,35 @@ class WakeUpOps(PalaceCore):
         it), else in $MEMPALACE_HOME/identity.txt."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("The identity text is empty.", hint="Write a few lines.")
-        if self.settings.chroma_url:
-            self.store.ledger.set_identity(text)
-            return {"stored": True, "where": self.store.location}
-        path = self.settings.identity_path
+        if self.core.settings.chroma_url:
+            self.core.store.ledger.set_identity(text)
+            return {"stored": True, "where": self.core.store.location}
+        path = self.core.settings.identity_path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         return {"stored": True, "where": str(path)}
 
     def _story_entries(self, wing: str | None) -> tuple[list[layers.StoryEntry] | None, str | None]:
         """Ranked L1 candidates, or a note saying why there are none."""
-        if self.settings.chroma_url and self.exists():
-            self.sync()  # the catalogue is a cache of the server: bring it in step first
-        if not self.catalog.exists:  # opening it would create it: check first
-            if self.store.has_local_data() or self.settings.chroma_url:
+        if self.core.settings.chroma_url and self.core.exists():
+            self.core.sync()  # the catalogue is a cache of the server: bring it in step first
+        if not self.core.catalog.exists:  # opening it would create it: check first
+            if self.core.store.has_local_data() or self.core.settings.chroma_url:
                 return None, (
-                    f"The palace at {self.store.location} is not indexed yet. "
+                    f"The palace at {self.core.store.location} is not indexed yet. "
                     "Run `mempalace status` once, then wake up again."
                 )
-            return None, f"No palace at {self.path} yet. {INIT_HINT}"
+            return None, f"No palace at {self.core.path} yet. {INIT_HINT}"
         if wing is not None:  # the one name rule: as filed, or as it normalises
             from mempalace_cli.service.names import name_to_read
 
-            known = {w for w, _r, _n in self.catalog.counts_by_wing_room()}
+            known = {w for w, _r, _n in self.core.catalog.counts_by_wing_room()}
             wing = name_to_read(wing, known)
-        entries = layers.rank_drawers(self.catalog.iter_drawers(wing=wing))
+        entries = layers.rank_drawers(self.core.catalog.iter_drawers(wing=wing))
         if entries:
             return entries, None
         if wing is not None:
-            known = sorted({w for w, _r, _n in self.catalog.counts_by_wing_room()})
+            known = sorted({w for w, _r, _n in self.core.catalog.counts_by_wing_room()})
             listed = ", ".join(known) if known else "none yet"
             return None, (
                 f"No drawers in wing {wing!r}. Wings: {listed} (exact names: mempalace status)."
