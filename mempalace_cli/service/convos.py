@@ -29,13 +29,13 @@ from mempalace_cli.drawer_ids import legacy_drawer_id
 from mempalace_cli.miners.paths import source_key
 from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
-from mempalace_cli.service.mining import (
+from mempalace_cli.service.mine_common import (
     EMBED_GROUP,
     PER_FILE_ERRORS,
     MineReport,
-    _rel,
-    _resolve_dir,
     per_file_reason,
+    rel_source,
+    resolve_dir,
 )
 
 # The miners (the chat parsers above all) are imported where exports are mined, not here:
@@ -80,7 +80,7 @@ class ConvoMiningOps(PalaceCore):
         """Mine the chat exports under `directory` (any mix of the six formats) into `wing`
         (default: the folder's name). Returns the same report as project mining."""
         started = time.perf_counter()
-        root = _resolve_dir(directory)
+        root = resolve_dir(directory)
         wing_name = normalize_name(wing or root.name)
         report = MineReport(source_key(root), wing_name, MODE, dry_run)
         if not dry_run:
@@ -103,8 +103,7 @@ class ConvoMiningOps(PalaceCore):
             for p in pending:
                 reason = "new export" if not p.old_ids else "content changed"
                 report.plan_file(p.rel, not p.old_ids, reason, len(p.new_ids))
-            report.files_removed = [_rel(root, s) for s in removed]
-            report.removed_drawers = {_rel(root, s): len(known[s].drawer_ids) for s in removed}
+            report.plan_removed(root, {s: len(known[s].drawer_ids) for s in removed})
             gone, _ = self._stale(pending, removed, known, extra_claims=pending)
             report.drawers_removed = len(gone)
         else:
@@ -396,7 +395,7 @@ class ConvoMiningOps(PalaceCore):
             if delete or removed:
                 self._remove_drawers(delete, forget_files=removed)
         report.drawers_removed += len(delete)
-        report.files_removed = [_rel(root, s) for s in removed]
+        report.files_removed = [rel_source(root, s) for s in removed]
 
     def _repoint(self, moved: dict[str, str], stored: dict[str, DrawerRow]) -> None:
         """Name a surviving file as the source of drawers whose file is gone (the vectors are

@@ -636,16 +636,16 @@ class DrawerOps(PalaceCore):
         digests: dict[str, tuple[str, str, str]] = {}
         stamp = now_iso()
         for n, item in enumerate(drawers):
-            content, wing, room = item.get("content"), item.get("wing"), item.get("room")
+            wing, room = item.get("wing"), item.get("room")
             try:
-                _check_content(content)  # type: ignore[arg-type]
+                text = _check_content(item.get("content"))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"Drawer {n}: {exc.message}", hint=exc.hint) from exc
             try:
                 wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
             except InvalidInputError as exc:
                 raise InvalidInputError(f"Drawer {n}: {exc.message}", hint=exc.hint) from exc
-            content = clean_text(content)  # type: ignore[arg-type]
+            content = clean_text(text)
             digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
             drawer_id = hand_filed_id(wing_n, room_n, digest)
             ids.append(drawer_id)
@@ -668,7 +668,7 @@ class DrawerOps(PalaceCore):
                     content,
                     meta,
                 ),
-            )  # type: ignore[arg-type]
+            )
         self.create()
         self.sync()
         stored = self.catalog.get([c for i in rows for c in candidate_ids(*digests[i])])
@@ -730,7 +730,8 @@ class _InBackground:
         return self._value
 
 
-def _check_content(content: str) -> None:
+def _check_content(content: object) -> str:
+    """`content` as a drawer's text, or InvalidInputError for an empty or oversized one."""
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("The content is empty.", hint="Pass the text to store.")
     if len(content) > MAX_DRAWER_CHARS:
@@ -739,6 +740,7 @@ def _check_content(content: str) -> None:
             f"{MAX_DRAWER_CHARS:,}.",
             hint="Split it into several drawers, or save it as a file and mine the folder.",
         )
+    return content
 
 
 def row_summary(row: DrawerRow) -> dict[str, Any]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,25 +12,29 @@ from typing import TYPE_CHECKING, Any
 from mempalace_cli.catalog import DrawerRow, FileRecord
 from mempalace_cli.config import PROJECT_FILE, write_toml
 from mempalace_cli.drawer_ids import drawer_id
-from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.miners.paths import source_key, storable
 from mempalace_cli.naming import normalize_name
-from mempalace_cli.service.core import PalaceCore, now_iso
+from mempalace_cli.service.convos import ConvoMiningOps
+from mempalace_cli.service.core import now_iso
+from mempalace_cli.service.mine_common import (
+    DEFAULT_AGENT,
+    EMBED_GROUP,
+    EMBED_SLICE,
+    PER_FILE_ERRORS,
+    MineReport,
+    PendingFile,
+    ProgressFn,
+    check_mine_args,
+    per_file_reason,
+    rel_source,
+    resolve_dir,
+)
 
 # The miners are imported where files are mined, not here: `import mempalace_cli.service`
 # (every command, search included) then loads none of them.
 if TYPE_CHECKING:
     from mempalace_cli.miners.files import Candidate
     from mempalace_cli.miners.project import ProjectConfig
-
-# Progress callback: (event, data). Events: "scan" {path, files} per file looked at,
-# "plan" {files, chunks}, "load" {} before the model loads, "embedded" {chunks} per slice,
-# "file" {path, drawers} once a file's drawers are written.
-ProgressFn = Callable[[str, dict[str, Any]], None]
-EMBED_GROUP = 256  # chunks embedded and written per lock hold
-EMBED_SLICE = 32  # chunks per embedding call: progress moves at least this often
-MINE_MODES = ("projects", "convos")
-DEFAULT_AGENT = "mempalace-cli"
 
 
 def rooms_fingerprint(project: ProjectConfig) -> str:
@@ -45,113 +47,9 @@ def drawer_id_for(wing: str, room: str, source_file: str, chunk_index: int) -> s
     return drawer_id(wing, room, f"{source_file}\x00{chunk_index}")
 
 
-# One file's problem is a reported skip, never the end of the run: a file that vanished or
-# changed under us, a path the OS refuses, or a structure too deep for the parser.
-PER_FILE_ERRORS = (OSError, ValueError, RecursionError, MemoryError)
+class MiningOps(ConvoMiningOps):
+    """Project folders; `mine` hands chat exports to `ConvoMiningOps.mine_convos`."""
 
-
-def per_file_reason(exc: BaseException) -> str:
-    """A skip reason for an error raised while mining one file."""
-    if isinstance(exc, FileNotFoundError):
-        return "vanished while it was being mined; it is mined again when it reappears"
-    if isinstance(exc, OSError):
-        return f"unreadable: {storable(exc.strerror or str(exc))}"
-    if isinstance(exc, RecursionError):
-        return "nested too deeply to read (more levels than the reader supports)"
-    if isinstance(exc, MemoryError):
-        return "too large to hold in memory; raise the limit or split the file"
-    return f"could not be mined ({type(exc).__name__}: {storable(str(exc))[:200]})"
-
-
-@dataclass
-class PendingFile:
-    path: Path  # on disk
-    rel: str
-    size: int
-    mtime: float
-    content_hash: str
-    rows: list[DrawerRow]
-    old_ids: list[str]
-    reason: str = "new file"  # why it is (re)filed: the mining plan's words
-
-    @property
-    def source(self) -> str:
-        return source_key(self.path)
-
-
-@dataclass
-class MineReport:
-    directory: str
-    wing: str
-    mode: str
-    dry_run: bool
-    files_mined: list[str] = field(default_factory=list)
-    files_unchanged: int = 0
-    files_removed: list[str] = field(default_factory=list)
-    files_skipped: list[dict[str, str]] = field(default_factory=list)
-    drawers_added: int = 0
-    drawers_removed: int = 0
-    palace_created: bool = False
-    limited: bool = False
-    elapsed_seconds: float = 0.0
-    # The mining plan, file by file: {"file", "action": add|change, "reason", "drawers"};
-    # skips and removals are added by `plan()`.
-    planned: list[dict[str, Any]] = field(default_factory=list)
-    removed_drawers: dict[str, int] = field(default_factory=dict)
-
-    def plan_file(self, rel: str, new: bool, reason: str, drawers: int) -> None:
-        action = "add" if new else "change"
-        self.planned.append({"file": rel, "action": action, "reason": reason, "drawers": drawers})
-
-    def plan(self) -> list[dict[str, Any]]:
-        """Every file this run adds, changes, skips (with the reason) or removes, by path."""
-        entries = list(self.planned)
-        entries += [{**s, "action": "skip", "drawers": 0} for s in self.files_skipped]
-        entries += [
-            {
-                "file": f,
-                "action": "remove",
-                "reason": "no longer in the folder",
-                "drawers": self.removed_drawers.get(f, 0),
-            }
-            for f in self.files_removed
-        ]
-        return sorted(entries, key=lambda e: (e["file"], e["action"]))
-
-    def to_dict(self) -> dict[str, Any]:
-        plan = {"plan": self.plan()} if self.dry_run else {}
-        return {
-            "directory": self.directory,
-            "wing": self.wing,
-            "mode": self.mode,
-            "dry_run": self.dry_run,
-            "palace_created": self.palace_created,
-            "files": {
-                "mined": len(self.files_mined),
-                "unchanged": self.files_unchanged,
-                "removed": len(self.files_removed),
-                "skipped": len(self.files_skipped),
-            },
-            "drawers": {"added": self.drawers_added, "removed": self.drawers_removed},
-            "mined_files": self.files_mined,
-            "removed_files": self.files_removed,
-            "skipped": self.files_skipped,
-            "limited": self.limited,
-            "elapsed_seconds": round(self.elapsed_seconds, 3),
-            **plan,
-        }
-
-
-def _resolve_dir(directory: str | Path) -> Path:
-    root = Path(directory).expanduser()
-    if not root.exists():
-        raise NotFoundError(f"The folder {root} does not exist.", hint="Check the path.")
-    if not root.is_dir():
-        raise InvalidInputError(f"{root} is a file, not a folder.", hint="Pass a folder.")
-    return root.resolve()
-
-
-class MiningOps(PalaceCore):
     def init_project(
         self, directory: str | Path, wing: str | None = None, overwrite: bool = False
     ) -> dict[str, Any]:
@@ -164,7 +62,7 @@ class MiningOps(PalaceCore):
         )
         from mempalace_cli.miners.rooms import detect_rooms
 
-        root = _resolve_dir(directory)
+        root = resolve_dir(directory)
         project_file = root / PROJECT_FILE
         existing = load_project_config(root) if project_file.exists() else None
         if existing is not None and not overwrite:
@@ -206,14 +104,9 @@ class MiningOps(PalaceCore):
         progress: ProgressFn | None = None,
     ) -> dict[str, Any]:
         started = time.perf_counter()
-        if mode not in MINE_MODES:
-            raise InvalidInputError(
-                f"Unknown mining mode {mode!r}.", hint=f"Use one of: {', '.join(MINE_MODES)}."
-            )
-        if limit is not None and limit < 1:
-            raise InvalidInputError(f"--limit must be at least 1, not {limit}.")
-        if mode == "convos":  # chat exports: service/convos.py (ConvoMiningOps)
-            return self.mine_convos(  # type: ignore[attr-defined]
+        check_mine_args(mode, limit)
+        if mode == "convos":  # chat exports: service/convos.py
+            return self.mine_convos(
                 directory,
                 wing=wing,
                 agent=agent,
@@ -228,7 +121,7 @@ class MiningOps(PalaceCore):
         )
         from mempalace_cli.miners.rooms import detect_rooms
 
-        root = _resolve_dir(directory)
+        root = resolve_dir(directory)
         project = load_project_config(root) or ProjectConfig(
             wing=normalize_name(root.name), rooms=detect_rooms(root), exclude=list(DEFAULT_EXCLUDE)
         )
@@ -264,8 +157,7 @@ class MiningOps(PalaceCore):
             report.drawers_added = sum(len(p.rows) for p in pending)
             for p in pending:
                 report.plan_file(p.rel, not p.old_ids, p.reason, len(p.rows))
-            report.files_removed = [_rel(root, s) for s in removed]
-            report.removed_drawers = {_rel(root, s): len(known[s].drawer_ids) for s in removed}
+            report.plan_removed(root, {s: len(known[s].drawer_ids) for s in removed})
             report.drawers_removed = sum(report.removed_drawers.values())
         else:
             self._write_pending(pending, root, wing_name, mode, report, notify)
@@ -493,7 +385,7 @@ class MiningOps(PalaceCore):
             ids = list(dict.fromkeys(ids))
             self._remove_drawers(ids, forget_files=removed)
         report.drawers_removed += len(ids)
-        report.files_removed = [_rel(root, s) for s in removed]
+        report.files_removed = [rel_source(root, s) for s in removed]
 
 
 def _source_date(timestamp: float) -> dict[str, str]:
@@ -516,11 +408,3 @@ def _change_reason(rec: FileRecord | None, wing: str, digest: str) -> str:
     if rec.content_hash != digest:
         return "content changed"
     return "room changed in mempalace.toml"
-
-
-def _rel(root: Path | str, src: str) -> str:
-    """A stored source path relative to the mined folder, for reports."""
-    try:
-        return Path(src).relative_to(source_key(root)).as_posix()
-    except ValueError:
-        return src

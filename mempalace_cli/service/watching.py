@@ -20,16 +20,16 @@ from mempalace_cli.catalog import FileRecord
 from mempalace_cli.config import PROJECT_FILE
 from mempalace_cli.miners.paths import on_disk, source_key, storable
 from mempalace_cli.naming import normalize_name
-from mempalace_cli.service.mining import (
+from mempalace_cli.service.mine_common import (
     EMBED_GROUP,
     PER_FILE_ERRORS,
     MineReport,
-    MiningOps,
     PendingFile,
-    _rel,
-    _resolve_dir,
     per_file_reason,
+    rel_source,
+    resolve_dir,
 )
+from mempalace_cli.service.mining import MiningOps
 
 # The miners are imported where paths are mined, not here: `import mempalace_cli.service`
 # (every command, search included) then loads none of them.
@@ -156,7 +156,7 @@ class WatchOps(MiningOps):
         return cache[source_key(root)][1]
 
     def path_rules(self, directory: str | Path) -> PathRules:
-        root = _resolve_dir(directory)
+        root = resolve_dir(directory)
         return PathRules(root, self.project_for(root).exclude, [self.path])
 
     def mine_paths(
@@ -338,7 +338,7 @@ class WatchOps(MiningOps):
         for p in group:
             if p.moved_from is not None:
                 report.moved.append(
-                    {"from": _rel(root, p.moved_from.source_file), "to": p.pending.rel}
+                    {"from": rel_source(root, p.moved_from.source_file), "to": p.pending.rel}
                 )
             else:
                 report.mined.append(p.pending.rel)
