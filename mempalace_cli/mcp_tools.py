@@ -279,7 +279,8 @@ SEARCH_HIT_OUT = {
     | {
         "similarity": {
             "type": ["number", "null"],
-            "description": "Cosine similarity to the query, 0-1; null when only keywords found it.",
+            "description": "Cosine similarity of query and drawer, -1 to 1 (near 0: unrelated); "
+            "for keyword-only hits too. Compare it within one result list.",
         },
         "matched_by": {
             "type": "array",
@@ -448,7 +449,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "mempalace_search",
         "Search the palace",
         "Find the drawers that best answer a query (keyword + semantic ranking). Returns each "
-        "drawer's verbatim text with its wing, room, source file, similarity (0-1) and matched_by "
+        "drawer's verbatim text with its wing, room, source file, similarity (cosine, -1 to 1) and "
+        "matched_by "
         "(the sides that found it). A filter "
         "that matches nothing returns no results and a hint naming the closest wings or rooms.",
         _search,

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 SCORES_LEGEND = (
     "score: the rank score that sets the order (semantic and keyword sides fused; higher first).",
-    "similarity: cosine similarity of query and drawer (0 to 1).",
+    "similarity: cosine similarity of query and drawer (-1 to 1; near 0 is unrelated).",
 )
 
 
