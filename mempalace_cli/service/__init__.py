@@ -13,12 +13,13 @@ from typing import Any
 
 from mempalace_cli.config import Settings, resolve_settings
 from mempalace_cli.graph import PalaceGraph
+from mempalace_cli.kg_store import FactStore
 from mempalace_cli.layers import DEFAULT_BUDGET
 from mempalace_cli.service.convos import ConvoMiningOps
 from mempalace_cli.service.curation import DrawerCuration
 from mempalace_cli.service.diary import Diary
 from mempalace_cli.service.drawers import DrawerOps
-from mempalace_cli.service.knowledge import KnowledgeOps
+from mempalace_cli.service.knowledge import Knowledge
 from mempalace_cli.service.migrating import MigrateOps
 from mempalace_cli.service.mining import MiningOps
 from mempalace_cli.service.navigation import PalaceNavigation
@@ -33,7 +34,6 @@ class Palace(
     MiningOps,
     ConvoMiningOps,
     DrawerOps,
-    KnowledgeOps,
     ReembedOps,
     MigrateOps,
 ):
@@ -84,6 +84,72 @@ class Palace(
 
     def drawer_neighbours(self, drawer_id: str, around: int = 2) -> dict[str, Any]:
         return self.neighbours.drawer_neighbours(drawer_id, around)
+
+    # -- the temporal knowledge graph (service/knowledge.py) -------------------------------
+    @cached_property
+    def knowledge(self) -> Knowledge:
+        return Knowledge(self)
+
+    @property
+    def kg(self) -> FactStore:
+        """The palace's fact store (SQLite in its folder, or on its Chroma server)."""
+        return self.knowledge.kg
+
+    def close(self) -> None:
+        if "knowledge" in self.__dict__:
+            self.knowledge.close()
+        super().close()
+
+    def kg_add(
+        self,
+        subject: str,
+        predicate: str,
+        obj: str,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+        confidence: float = 1.0,
+        source_drawer_id: str | None = None,
+        source_file: str | None = None,
+        subject_type: str | None = None,
+        object_type: str | None = None,
+        source_closet: str | None = None,
+    ) -> dict[str, Any]:
+        return self.knowledge.kg_add(
+            subject,
+            predicate,
+            obj,
+            valid_from,
+            valid_to,
+            confidence,
+            source_drawer_id,
+            source_file,
+            subject_type,
+            object_type,
+            source_closet,
+        )
+
+    def kg_supersede(
+        self, subject: str, predicate: str, old_object: str, new_object: str, at: str | None = None
+    ) -> dict[str, Any]:
+        return self.knowledge.kg_supersede(subject, predicate, old_object, new_object, at)
+
+    def kg_invalidate(
+        self, subject: str, predicate: str, obj: str, ended: str | None = None
+    ) -> dict[str, Any]:
+        return self.knowledge.kg_invalidate(subject, predicate, obj, ended)
+
+    def kg_query(
+        self, entity: str, as_of: str | None = None, direction: str = "both"
+    ) -> dict[str, Any]:
+        return self.knowledge.kg_query(entity, as_of, direction)
+
+    def kg_timeline(
+        self, entity: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> dict[str, Any]:
+        return self.knowledge.kg_timeline(entity, limit, offset)
+
+    def kg_stats(self) -> dict[str, Any]:
+        return self.knowledge.kg_stats()
 
     # -- an agent's diary (service/diary.py) ------------------------------------------------
     @cached_property

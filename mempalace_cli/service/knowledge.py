@@ -2,7 +2,8 @@
 
 Nothing here touches the drawer store or the model, so the `kg` commands start fast. A palace
 with no drawers still has a knowledge graph; `kg_add` creates the palace folder when there is
-none, and the read calls report NoPalaceError until something was written.
+none, and the read calls report NoPalaceError until something was written. A part the `Palace`
+facade owns and delegates to.
 """
 
 from __future__ import annotations
@@ -19,42 +20,47 @@ from mempalace_cli.service.core import PalaceCore
 KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
 
 
-class KnowledgeOps(PalaceCore):
+class Knowledge:
+    """The fact verbs, over the palace's settings, drawer store (for a server palace) and
+    lock."""
+
+    def __init__(self, core: PalaceCore) -> None:
+        self.core = core
+
     @cached_property
     def kg(self) -> FactStore:
         """The palace's facts: in its folder (SQLite), or on its Chroma server so that every
         machine of a team shares them (chromadb is imported for a server palace only)."""
-        if self.settings.chroma_url:
+        if self.core.settings.chroma_url:
             from mempalace_cli.kg_store_chroma import ChromaFactStore
 
-            store = self.store
+            store = self.core.store
             assert store.server is not None
             return ChromaFactStore(lambda: store.client, store.server)
-        return KnowledgeGraph(self.path)
+        return KnowledgeGraph(self.core.path)
 
     @property
     def kg_location(self) -> str:
-        if self.settings.chroma_url:
+        if self.core.settings.chroma_url:
             from mempalace_cli.kg_store_chroma import KG_COLLECTION
 
-            return f"{self.store.location} (collection {KG_COLLECTION})"
-        return str(self.path / KG_FILE)
+            return f"{self.core.store.location} (collection {KG_COLLECTION})"
+        return str(self.core.path / KG_FILE)
 
     def close(self) -> None:
         if "kg" in self.__dict__:
             self.kg.close()
-        super().close()
 
     def _kg_for_reading(self) -> FactStore:
-        if self.settings.chroma_url:
+        if self.core.settings.chroma_url:
             from mempalace_cli.kg_store_chroma import ChromaFactStore
 
             kg = self.kg
             if isinstance(kg, ChromaFactStore) and not kg.exists():
-                raise NoPalaceError(self.store.location, hint=KG_HINT)
+                raise NoPalaceError(self.core.store.location, hint=KG_HINT)
             return kg
-        if not self.path.is_dir():
-            raise NoPalaceError(str(self.path), hint=KG_HINT)
+        if not self.core.path.is_dir():
+            raise NoPalaceError(str(self.core.path), hint=KG_HINT)
         return self.kg
 
     # -- writes -----------------------------------------------------------------------------
@@ -74,15 +80,15 @@ class KnowledgeOps(PalaceCore):
     ) -> dict[str, Any]:
         """Record `subject predicate object`, valid from `valid_from` through `valid_to` (both
         days included). Restating a stored fact returns its id with created=False."""
-        with self.lock.hold():
+        with self.core.lock.hold():
             if (
-                not self.settings.chroma_url
-                and not self.catalog.exists
-                and not self.store.has_local_data()
+                not self.core.settings.chroma_url
+                and not self.core.catalog.exists
+                and not self.core.store.has_local_data()
             ):
                 # A new palace: from now on `status` and the other commands see it. (A palace
                 # made by MemPalace gets its index from the next command that syncs it.)
-                _ = self.catalog.conn
+                _ = self.core.catalog.conn
             fact, created = self.kg.add(
                 subject,
                 predicate,
@@ -121,7 +127,7 @@ class KnowledgeOps(PalaceCore):
         `at` (default today), in one transaction. On `at` itself both hold (as_of is
         inclusive); afterwards only the new one is current."""
         kg = self._kg_for_reading()
-        with self.lock.hold():
+        with self.core.lock.hold():
             ended, started, when = kg.supersede(subject, predicate, old_object, new_object, at)
         now = now_stamp()
         return {
@@ -136,7 +142,7 @@ class KnowledgeOps(PalaceCore):
         """End a fact: `ended` (default today) is its last day, still answered by as_of. Never
         deletes."""
         kg = self._kg_for_reading()
-        with self.lock.hold():
+        with self.core.lock.hold():
             facts, end = kg.invalidate(subject, predicate, obj, ended)
         return {
             "invalidated": len(facts),
