@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,9 +30,11 @@ from mempalace_cli.miners.paths import source_key
 from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.mine_common import (
+    DEFAULT_AGENT,
     EMBED_GROUP,
     PER_FILE_ERRORS,
     MineReport,
+    ProgressFn,
     per_file_reason,
     rel_source,
     resolve_dir,
@@ -43,13 +45,11 @@ from mempalace_cli.service.mine_common import (
 if TYPE_CHECKING:
     from mempalace_cli.miners.convos import ConvoDrawer, Exchange, Problem
 
-ProgressFn = Callable[[str, dict[str, Any]], None]
 MODE = "convos"
 HOLD_CHARS = 8_000_000  # drawer text kept between the passes; beyond it, files are re-read
 # Exchange drawers are long (most near the model's 256 tokens), and ONNX's memory grows with
 # batch x tokens^2: batches of 8 peak near 370 MB of RSS where 32 peak near 880 MB (measured).
 EMBED_BATCH = 8
-DEFAULT_AGENT = "mempalace-cli"
 SLACK_INDEX_REASON = "a list of users or channels, not messages (Slack reads names from users.json)"
 
 

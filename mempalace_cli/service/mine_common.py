@@ -1,6 +1,6 @@
 """What both miners share (project folders in service/mining.py, chat exports in
-service/convos.py): the run's report, the per-file error rule, the mining modes and the path
-helpers; its own module, so each miner imports it without importing the other."""
+service/convos.py): the run's report, the per-file error rule, the progress callback and the
+path helpers; its own module, so each miner imports it without importing the other."""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ from mempalace_cli.miners.paths import source_key, storable
 # "file" {path, drawers} once a file's drawers are written.
 ProgressFn = Callable[[str, dict[str, Any]], None]
 EMBED_GROUP = 256  # chunks embedded and written per lock hold
-EMBED_SLICE = 32  # chunks per embedding call: progress moves at least this often
-MINE_MODES = ("projects", "convos")
 DEFAULT_AGENT = "mempalace-cli"
 
 
@@ -133,16 +131,6 @@ def resolve_dir(directory: str | Path) -> Path:
     if not root.is_dir():
         raise InvalidInputError(f"{root} is a file, not a folder.", hint="Pass a folder.")
     return root.resolve()
-
-
-def check_mine_args(mode: str, limit: int | None) -> None:
-    """Refuse an unknown mode or a limit below one before anything is read."""
-    if mode not in MINE_MODES:
-        raise InvalidInputError(
-            f"Unknown mining mode {mode!r}.", hint=f"Use one of: {', '.join(MINE_MODES)}."
-        )
-    if limit is not None and limit < 1:
-        raise InvalidInputError(f"--limit must be at least 1, not {limit}.")
 
 
 def rel_source(root: Path | str, src: str) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mempalace_cli.catalog import DrawerRow, FileRecord
 from mempalace_cli.config import PROJECT_FILE, write_toml
 from mempalace_cli.drawer_ids import drawer_id
+from mempalace_cli.errors import InvalidInputError
 from mempalace_cli.miners.paths import source_key, storable
 from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.convos import ConvoMiningOps
@@ -19,12 +20,10 @@ from mempalace_cli.service.core import now_iso
 from mempalace_cli.service.mine_common import (
     DEFAULT_AGENT,
     EMBED_GROUP,
-    EMBED_SLICE,
     PER_FILE_ERRORS,
     MineReport,
     PendingFile,
     ProgressFn,
-    check_mine_args,
     per_file_reason,
     rel_source,
     resolve_dir,
@@ -35,6 +34,20 @@ from mempalace_cli.service.mine_common import (
 if TYPE_CHECKING:
     from mempalace_cli.miners.files import Candidate
     from mempalace_cli.miners.project import ProjectConfig
+
+
+EMBED_SLICE = 32  # chunks per embedding call: progress moves at least this often
+MINE_MODES = ("projects", "convos")
+
+
+def check_mine_args(mode: str, limit: int | None) -> None:
+    """Refuse an unknown mode or a limit below one before anything is read."""
+    if mode not in MINE_MODES:
+        raise InvalidInputError(
+            f"Unknown mining mode {mode!r}.", hint=f"Use one of: {', '.join(MINE_MODES)}."
+        )
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"--limit must be at least 1, not {limit}.")
 
 
 def rooms_fingerprint(project: ProjectConfig) -> str:
