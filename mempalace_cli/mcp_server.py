@@ -23,6 +23,7 @@ from mempalace_cli.mcp_auth import (
     check_http_options,
     is_loopback,
 )
+from mempalace_cli.mcp_options import ServeOptions
 from mempalace_cli.mcp_tools import TOOLS, TOOLS_BY_NAME, ToolSpec, bind_arguments
 from mempalace_cli.mcp_transport import (
     DEFAULT_PORT,
@@ -49,6 +50,7 @@ __all__ = [
     "TOKEN_ENV",
     "BearerTokenGuard",
     "PalaceTools",
+    "ServeOptions",
     "build_server",
     "check_http_options",
     "describe_error",
@@ -166,8 +168,10 @@ def _server_class() -> type[MCPServer]:
     return PalaceMCPServer
 
 
-def build_server(palace: Palace) -> MCPServer:
-    """An MCPServer exposing the table's tools over `palace` (its `palace_tools`)."""
+def build_server(palace: Palace, options: ServeOptions | None = None) -> MCPServer:
+    """An MCPServer exposing the table's tools over `palace` (its `palace_tools`), within what
+    `options` allows."""
+    options = options or ServeOptions()
     from mempalace_cli import __version__
 
     server = _server_class()(
@@ -180,22 +184,28 @@ def build_server(palace: Palace) -> MCPServer:
         log_level="WARNING",
     )
     server.palace_tools = PalaceTools(palace)  # type: ignore[attr-defined]
+    server.serve_options = options  # type: ignore[attr-defined]
     return server
 
 
-def serve_stdio(palace: Palace) -> None:
+def serve_stdio(palace: Palace, options: ServeOptions | None = None) -> None:
     configure_logging()
-    server = build_server(palace)
+    server = build_server(palace, options or ServeOptions(transport="stdio"))
     tools: PalaceTools = server.palace_tools  # type: ignore[attr-defined]
     _serve_stdio(server, palace, tools.warm_up())
 
 
 def serve_http(
-    palace: Palace, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None
+    palace: Palace,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    options: ServeOptions | None = None,
 ) -> None:
     configure_logging()
+    opts = options or ServeOptions(transport="http")
     _serve_http(
-        lambda: build_server(palace),
+        lambda: build_server(palace, opts),
         palace,
         lambda server: server.palace_tools.warm_up(),  # type: ignore[attr-defined]
         host=host,

@@ -50,13 +50,15 @@ def serve_mcp(
     Example: mempalace serve-mcp --transport http --port 8765 --token "$MEMPALACE_MCP_TOKEN"
     """
     from mempalace_cli import mcp_server
+    from mempalace_cli.mcp_options import ServeOptions
 
+    options = ServeOptions(transport=transport.value)
     palace = get_env(ctx).palace()
     try:
         if transport is Transport.stdio:
-            mcp_server.serve_stdio(palace)
+            mcp_server.serve_stdio(palace, options)
         else:
-            mcp_server.serve_http(palace, host=host, port=port, token=token)
+            mcp_server.serve_http(palace, host=host, port=port, token=token, options=options)
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
     finally:
