@@ -40,12 +40,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from bench_models import PRODUCT_NAMES  # noqa: E402
+
 from mempalace_cli.miners.rooms import normalize_name  # noqa: E402
 from mempalace_cli.service import Palace  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "bench"
 LME_FILE = "longmemeval_s_dev50.json.xz"
-LOCOMO_FILE = "locomo_dev5.json"
+# The LoCoMo dev conversations: the first five, and two more added for issue 27.
+LOCOMO_FILES = ("locomo_dev5.json", "locomo_dev_more2.json")
 MODES = ("vector", "lexical", "hybrid")
 TOP = 10
 # Candidate depth for the product pipeline: many drawers per session, so rank deeper than 10
@@ -261,8 +264,11 @@ _EVIDENCE = re.compile(r"D(\d+):")
 
 
 def load_locomo(data: Path) -> list[dict[str, Any]]:
-    with (data / LOCOMO_FILE).open(encoding="utf-8") as fh:
-        return json.load(fh)
+    samples: list[dict[str, Any]] = []
+    for name in LOCOMO_FILES:
+        if (data / name).exists():
+            samples += json.loads((data / name).read_text(encoding="utf-8"))
+    return samples
 
 
 def locomo_sessions(conv: dict[str, Any]) -> list[tuple[int, list[dict[str, Any]]]]:
@@ -593,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}",
-        "fusion": asdict(fusion.DEFAULT),
+        "fusion": asdict(fusion.for_model(PRODUCT_NAMES.get(args.model, args.model))),
         "model": args.model,
     }
     dump: list | None = [] if args.dump else None

@@ -277,6 +277,23 @@ class Catalog:
         with conn:
             yield conn
 
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: every read inside sees the catalogue as it was at the first
+        one, whatever other processes commit meanwhile (WAL: it blocks no writer). Inside a
+        transaction already open on this connection, it reads in that one."""
+        conn = self.conn
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SELECT 1 FROM drawers LIMIT 1").fetchone()  # the snapshot starts here
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")  # a read-only transaction: nothing to write
+
     # -- meta -------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -388,6 +405,18 @@ class Catalog:
 
     def all_ids(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT id FROM drawers")}
+
+    def present(self, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` are filed (ids only: no text is read)."""
+        out: set[str] = set()
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            out.update(
+                r[0]
+                for r in self.conn.execute(f"SELECT id FROM drawers WHERE id IN ({marks})", part)
+            )
+        return out
 
     def get(self, ids: Sequence[str]) -> dict[str, DrawerRow]:
         out: dict[str, DrawerRow] = {}

@@ -26,6 +26,8 @@ DEFAULT_CHROMA_TIMEOUT = 15.0
 CONFIG_FILE = "config.toml"
 IDENTITY_FILE = "identity.txt"
 PROJECT_FILE = "mempalace.toml"
+# Folders an MCP client may mine under (serve-mcp also takes --mine-root DIR).
+MCP_MINE_ROOTS_KEY = "mcp_mine_roots"
 
 # The name MemPalace uses, so palaces it made open here.
 COLLECTION_NAME = "mempalace_drawers"
@@ -100,6 +102,33 @@ def _require_folder(path: Path, what: str) -> None:
                     "created), or move the file out of the way.",
                 )
             return
+
+
+def mcp_mine_roots(settings: Settings) -> tuple[Path, ...]:
+    """The folders `mempalace_mine` may mine under when this palace is served over MCP: config
+    key `mcp_mine_roots` (a list of absolute folders; `~` is expanded), symlinks resolved.
+    None by default. Read only by `serve-mcp`, so a bad value never stops other commands."""
+    raw = settings.raw.get(MCP_MINE_ROOTS_KEY)
+    if raw is None:
+        return ()
+    example = f'{MCP_MINE_ROOTS_KEY} = ["/home/me/notes"]'
+    if not isinstance(raw, list) or not all(isinstance(r, str) and r.strip() for r in raw):
+        raise ConfigError(
+            f"{MCP_MINE_ROOTS_KEY} in {settings.config_path} must be a list of folders, "
+            f"not {raw!r}.",
+            hint=f"Write it as {example} (or remove it: then MCP clients may mine nothing).",
+        )
+    roots: list[Path] = []
+    for item in raw:
+        path = Path(item).expanduser()
+        if not path.is_absolute():
+            raise ConfigError(
+                f"{MCP_MINE_ROOTS_KEY} in {settings.config_path} holds {item!r}, which is not "
+                "an absolute path.",
+                hint=f"Write every folder in full, e.g. {example}.",
+            )
+        roots.append(Path(os.path.realpath(path)))
+    return tuple(dict.fromkeys(roots))
 
 
 def load_global_config(home: Path) -> dict[str, Any]:

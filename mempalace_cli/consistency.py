@@ -19,6 +19,15 @@ manifest) is a copy that must show, by content and never by a count, that it mir
   writer (same id, same position) is not seen by this probe; `verify()` (`status --verify`)
   finds it.
 
+A full reconcile reads the store by id, from one snapshot of every id (store.iter_all), never
+page by offset: a delete by another writer while we read would shift the rows behind the
+offset and we would drop drawers the store still holds. On a server, the probe is recorded
+only if the catalogue holds the server's last drawer; otherwise (a write landed while we
+read) nothing is recorded as in step and the next check compares again.
+
+The first index of a palace (an empty catalogue that records no store state: a palace made by
+another tool, a team palace on a new machine) is a note, not a repair.
+
 Repair always runs from Chroma to the catalogue, under the palace lock, and is never silent:
 what changed is returned, kept in `repairs` for the adapters to show, and recorded in the
 catalogue (`last_repair`, shown by `status`).
@@ -37,20 +46,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow
 from mempalace_cli.errors import MemPalaceError, PalaceCorruptError
 from mempalace_cli.locking import PalaceLock
+from mempalace_cli.sqlite_db import connect_read_only
 from mempalace_cli.store import CHROMA_FILE, DrawerStore
 
 log = logging.getLogger("mempalace.consistency")
+notices = logging.getLogger("mempalace.notice")  # one-time notes that are not repairs
 
 # Catalogue meta keys.
 WRITE_IN_PROGRESS = "write_in_progress"  # "1" while a write is between Chroma and the catalogue
 STORE_HEAD = "store_head"  # the Chroma state the catalogue mirrors (see StoreHead)
 LAST_REPAIR = "last_repair"  # JSON of the last repair, shown by status
 SERVER_CHECK_SECONDS = 2.0  # staleness bound of a long-lived process on a Chroma server
+# STORE_HEAD of a server palace whose catalogue could not be shown in step after a repair (a
+# write landed while it read): never equal to a probe, so the next check compares again.
+SERVER_UNSETTLED = "server:unsettled"
 # Metadata keys that live in their own catalogue columns.
 _COLUMN_KEYS = ("wing", "room", "source_file", "chunk_index", "filed_at")
 _REPORTED_IDS = 20  # ids listed per kind in a repair record; the counts are always complete
@@ -109,7 +122,7 @@ def _store_unreadable(path: Path, why: str) -> PalaceCorruptError:
 
 def _open_log(path: Path) -> sqlite3.Connection:
     # Read-only: works in a palace the user may only read, and never creates a file.
-    return sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10)
+    return connect_read_only(path, timeout=10)
 
 
 def read_log_head(palace_path: Path, collection_name: str) -> LogHead | None:
@@ -214,6 +227,7 @@ class Repair:
 
 
 REASONS = {
+    "first_index": "the palace had not been indexed by mempalace-cli yet",
     "foreign_write": "another program wrote to the drawer store",
     "interrupted_write": "a write was interrupted",
     "unrecorded": "the index did not record which store state it mirrors",
@@ -360,6 +374,17 @@ class Consistency:
             return "server:0:" if not ids else None
         return f"server:{n}:{ids[0]}" if len(ids) == 1 else None
 
+    def _server_head(self) -> str | None:
+        """The probe to record once the catalogue was brought in step: None (record nothing,
+        so the next check compares again) unless the server holds as many drawers as the
+        catalogue and its last drawer is in the catalogue. A write that landed while we read
+        (after the id snapshot) shows here, even one that left the count unchanged."""
+        probe = self._server_probe(self.catalog.count())
+        if probe is None:
+            return None
+        tail = probe.split(":", 2)[2]
+        return probe if not tail or self.catalog.get([tail]) else None
+
     # -- keeping step -----------------------------------------------------------------------
     def sync(self, backfill: bool = False) -> Repair | None:
         """Make the catalogue mirror Chroma before a read. Cheap when in step. With `backfill`
@@ -391,7 +416,7 @@ class Consistency:
         ids = None
         reason = "interrupted_write" if dirty else "foreign_write"
         if recorded is None:
-            reason = "unrecorded"
+            reason = self._unrecorded(dirty)
         else:
             cid, _, seq = recorded.rpartition(":")
             if cid != (head.collection_id or "-"):
@@ -423,7 +448,7 @@ class Consistency:
                 return caught_up if caught_up.changed else None
         reason = "server_changed"
         if dirty or recorded is None:
-            reason = "interrupted_write" if dirty else "unrecorded"
+            reason = "interrupted_write" if dirty else self._unrecorded(dirty)
         began = team.begin_full() if team is not None else None
         repair = self._reconcile_all(reason, None)
         if team is not None:
@@ -463,19 +488,39 @@ class Consistency:
         """Bring `ids` in step (another machine's write, named by the team log); the result
         when the server's probe then matches the catalogue, else None (reconcile instead)."""
         repair = self._apply_ids("team_write", ids, None)
-        n = self.catalog.count()
-        probe = self._server_probe(n)
-        tail = self.store.ids_at(max(n - 1, 0), 1)
         # Same count and our last row is the server's last: nobody else wrote meanwhile.
-        if probe is None or (tail and not self.catalog.get(tail)):
+        probe = self._server_head()
+        if probe is None:
             return None
         with self.catalog.transaction() as conn:
             self.catalog.set_meta(conn, STORE_HEAD, probe)
         return repair
 
+    def _unrecorded(self, dirty: bool) -> str:
+        """The reason when the catalogue records no store state: a first index when it is
+        empty too (a palace another tool made, a team palace on a new machine, a catalogue
+        moved aside), else a catalogue that lost its record."""
+        return "first_index" if not dirty and self.catalog.count() == 0 else "unrecorded"
+
+    def _first_index_note(self, repair: Repair) -> str:
+        where = self.catalog.path.parent
+        note = (
+            f"Indexed {len(repair.added)} drawers of the palace at {self.store.location} for "
+            "search and status (the first time mempalace-cli opened it)."
+        )
+        if where != self.path:
+            note += (
+                f" The palace folder belongs to another tool and was left as it is: the "
+                f"index is kept in {where}."
+            )
+        return note
+
     def _finish(self, repair: Repair) -> Repair | None:
         if not repair.changed:
             return None
+        if repair.reason == "first_index":
+            notices.warning("%s", self._first_index_note(repair))  # expected: not a repair
+            return repair
         self.repairs.append(repair)
         log.warning("%s", repair.summary())  # never silent: the CLI prints it, servers log it
         if self.on_repair is not None:
@@ -522,7 +567,7 @@ class Consistency:
                 seen.update(page["ids"])
             self._remove(conn, [i for i in self.catalog.all_ids() if i not in seen], repair)
             if self.server:
-                head_key = self._server_probe(self.catalog.count())
+                head_key = self._server_head()
             self._settle(conn, head_key, repair)
         return repair
 
@@ -579,7 +624,9 @@ class Consistency:
         self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
         if head_key is not None:
             self.catalog.set_meta(conn, STORE_HEAD, head_key)
-        if repair.changed:
+        elif self.server:
+            self.catalog.set_meta(conn, STORE_HEAD, SERVER_UNSETTLED)
+        if repair.changed and repair.reason != "first_index":
             self.catalog.set_meta(conn, LAST_REPAIR, json.dumps(repair.to_dict()))
         self.catalog.bump_generation(conn)
 
@@ -592,6 +639,12 @@ class Consistency:
             self.catalog.set_meta(conn, VECTORS_META, "1")
 
     # -- our own writes ---------------------------------------------------------------------
+    def writing_from_step(self) -> bool:
+        """True while our write is under way (the lock held) on a catalogue that mirrored the
+        store when it began: until it commits, the catalogue as committed is a true, slightly
+        older copy, which a reader of this process may read without waiting for the lock."""
+        return self._write_base is not None and self.lock.held
+
     def begin_write(self) -> None:
         """Before Chroma is written (under the lock): a crash from here on leaves the mark, and
         the next reader repairs the catalogue from Chroma."""
@@ -612,7 +665,7 @@ class Consistency:
         recorded = self.catalog.get_meta(STORE_HEAD)
         if self.server:
             probe = self._server_probe(self.catalog.count())
-            if probe is not None and recorded is not None:
+            if probe is not None and recorded not in (None, SERVER_UNSETTLED):
                 self.catalog.set_meta(conn, STORE_HEAD, probe)
                 self._server_checked_at = time.monotonic()
             return

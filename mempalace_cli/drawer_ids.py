@@ -51,3 +51,59 @@ def filed_under(
 def candidate_ids(wing: str, room: str, digest: str) -> list[str]:
     """Both ids a drawer may be stored under (look them up, then call `filed_under`)."""
     return [drawer_id(wing, room, digest), legacy_drawer_id(wing, room, digest)]
+
+
+# -- short ids: a unique prefix stands for the whole id ------------------------------------------
+MIN_PREFIX = 6  # characters: shorter prefixes match too much to be worth the ambiguity
+LISTED_MATCHES = 10  # matches named in the error for an ambiguous prefix
+_HEX = frozenset("0123456789abcdef")
+
+
+def expand_prefix(conn: Any, text: str) -> str:
+    """The drawer id `text` stands for: itself when a drawer has that id, else the one drawer
+    whose id starts with it (or whose trailing hex digest does, so `50c23b45` is enough). Raises
+    InvalidInputError for a prefix under MIN_PREFIX characters or one that matches several
+    drawers (naming them), NotFoundError when nothing matches. `conn` is the catalogue's
+    SQLite connection."""
+    from mempalace_cli.errors import InvalidInputError, NotFoundError
+
+    if conn.execute("SELECT 1 FROM drawers WHERE id = ?", (text,)).fetchone():
+        return text
+    if len(text) < MIN_PREFIX:
+        raise InvalidInputError(
+            f"{text!r} is too short to stand for a drawer id: give at least {MIN_PREFIX} "
+            "characters of it.",
+            hint="Copy the id from search or `mempalace drawers`; any unique start of it "
+            "(6 characters or more) will do.",
+        )
+    where, params = _prefix_where(text)
+    matches = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT id FROM drawers WHERE {where} ORDER BY id LIMIT ?",
+            (*params, LISTED_MATCHES),
+        )
+    ]
+    if not matches:
+        raise NotFoundError(
+            f"No drawer with id {text!r}, nor one starting with it.",
+            hint="Drawer ids come from search results or `mempalace drawers`.",
+        )
+    if len(matches) > 1:
+        count = conn.execute(f"SELECT COUNT(*) FROM drawers WHERE {where}", params).fetchone()[0]
+        more = f" (and {count - len(matches)} more)" if count > len(matches) else ""
+        raise InvalidInputError(
+            f"{text!r} is the start of {count} drawer ids: {', '.join(matches)}{more}.",
+            hint="Give more of the id, enough to match only one.",
+        )
+    return matches[0]
+
+
+def _prefix_where(text: str) -> tuple[str, tuple[Any, ...]]:
+    """SQL for "the id starts with `text`, or its digest (its last DIGEST_CHARS characters)
+    does", the latter only for hex text."""
+    where, params = "(id >= ? AND id < ?)", (text, text + "\U0010ffff")
+    if set(text) <= _HEX and len(text) <= DIGEST_CHARS:
+        where += " OR (substr(id, -?) >= ? AND substr(id, -?) < ?)"
+        params += (DIGEST_CHARS, text, DIGEST_CHARS, text + "g")
+    return where, params

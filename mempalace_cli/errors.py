@@ -1,10 +1,13 @@
 """Typed errors raised by the core.
 
 The core never prints or exits: it raises one of these, and the adapters (the CLI, the
-MCP server) turn it into a message, a hint and an exit status in one place each.
+MCP server) turn it into a message, a hint and an exit status with one function,
+`failure_of`, from one table, `EXIT_STATUS`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 INIT_HINT = "Run: mempalace init <dir> && mempalace mine <dir>"
 
@@ -231,3 +234,116 @@ class MigrationMismatchError(MemPalaceError):
     """After `migrate`, the target's records do not match the source's."""
 
     kind = "migration_mismatch"
+
+
+# -- one table and one function for every adapter (CLI, MCP server, web page) -------------------
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_STATUS: dict[type[MemPalaceError], int] = {
+    InvalidInputError: 2,
+    NoPalaceError: 3,
+    NotFoundError: 4,
+    PalaceLockedError: 5,
+    PalaceCorruptError: 6,
+    IncompatiblePalaceError: 6,
+    ConfigError: 7,
+    ModelUnavailableError: 8,
+    # The operating system refused: named for what it is, never as a damaged palace.
+    DiskFullError: 9,
+    PermissionDeniedError: 10,
+    NotADirectoryPathError: 11,
+    StorageError: 12,
+    # A Chroma server (a team palace): down or slow, refusing our token; migrate's check.
+    ServerError: 13,
+    ServerAuthError: 14,
+    MigrationMismatchError: 15,
+}
+UNEXPECTED_KIND = "unexpected"
+
+
+def exit_status(exc: MemPalaceError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in EXIT_STATUS:
+            return EXIT_STATUS[cls]
+    return EXIT_UNEXPECTED
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What any adapter says about a failure: the exit status (the CLI's), the message, the
+    hint (what to do next) and the kind (`MemPalaceError.kind`, or "unexpected")."""
+
+    status: int
+    message: str
+    hint: str | None
+    kind: str
+
+    @property
+    def expected(self) -> bool:
+        """A failure the table names (a user can fix it); False for a bug or an unknown error."""
+        return self.kind != UNEXPECTED_KIND
+
+    def text(self) -> str:
+        """Message and hint in one line, as an MCP tool error says it."""
+        return f"{self.message} Hint: {self.hint}" if self.hint else self.message
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"message": self.message, "hint": self.hint, "kind": self.kind}
+
+
+def as_palace_error(
+    exc: BaseException, path: object = "the palace", doing: str = "finish the command"
+) -> MemPalaceError | None:
+    """The typed error an exception stands for: itself if it is one; an OS error (disk full,
+    permission denied, not a directory) or SQLite's words for them, named as such, for `path`
+    (the file or folder written; an OSError's own filename wins) while trying to `doing`; a
+    database that stayed busy as a lock. Causes (`raise ... from`) are looked through. None when
+    it is none of these: a bug, or an error nobody named yet."""
+    import sqlite3
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemPalaceError):
+            return current
+        if isinstance(current, OSError):
+            return from_os_error(current, current.filename or path, doing)
+        if isinstance(current, sqlite3.Error):
+            named = from_sqlite_error(current, path)
+            if named is not None:
+                return named
+            if "database is locked" in str(current).lower():
+                return PalaceLockedError(
+                    f"The palace's database at {path} stayed busy (another process kept it "
+                    "locked) and the command gave up waiting. Nothing is damaged.",
+                    hint="Run the command again; if it keeps happening, look for a stuck "
+                    "mempalace process (a mine or watch in another terminal?).",
+                )
+        else:
+            text = str(current).lower()
+            if "disk is full" in text or "no space left" in text:
+                return from_sqlite_error(current, path)
+        current = current.__cause__
+    return None
+
+
+def failure_of(
+    exc: BaseException,
+    path: object = "the palace",
+    doing: str = "finish the command",
+    unexpected_hint: str | None = None,
+) -> Failure:
+    """The one mapping from any exception to (exit status, message, hint, kind), for every
+    adapter: typed errors and the operating system's refusals by `EXIT_STATUS`; anything else
+    is unexpected (exit status 1), with `unexpected_hint` saying what to do."""
+    named = as_palace_error(exc, path, doing)
+    if named is None:
+        return Failure(
+            EXIT_UNEXPECTED,
+            f"Unexpected {type(exc).__name__} inside the palace: {exc}.",
+            unexpected_hint
+            or "Run the command again; if it happens again, report it with the message above.",
+            UNEXPECTED_KIND,
+        )
+    return Failure(exit_status(named), named.message, named.hint, named.kind)

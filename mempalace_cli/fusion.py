@@ -19,7 +19,8 @@ candidates:
   drawer that side's floor, not a penalty beyond it.
 
 The weights were chosen by K-fold cross-validation on the dev splits (LongMemEval, LoCoMo, the
-bilingual dev set) in benchmarks/tune_fusion.py; the numbers are in benchmarks/README.md.
+bilingual dev set): MiniLM's in benchmarks/tune_fusion.py, USE's by the worst fold in
+benchmarks/fusion_cv.py; the numbers are in benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ class FusionParams:
     translated_weight: float = 0.0
     # Highest z-score one side can contribute: one runaway keyword score can't bury the rest.
     z_cap: float = 4.0
+    # The least spread the vector side's scores are read against (a standard deviation of
+    # cosine similarities): a side whose scores barely differ for a query has no signal, and
+    # its z-scores stay small instead of being stretched to the same size as a confident
+    # side's. 0 = always the side's own spread.
+    vector_sd_floor: float = 0.0
     # Highest keyword evidence (BM25 / query weight): tf saturation lets it pass 1 a little.
     coverage_cap: float = 1.5
     rrf_k: float = 60.0
@@ -92,12 +98,15 @@ BY_MODEL: dict[str, FusionParams] = {
         rrf_lexical_weight=2.0,
         translated_weight=16.0,
     ),
-    # Stronger vectors (LoCoMo 0.84, LongMemEval R@5 0.98 alone): the confidence fusion for
-    # every query, keywords x3, z capped at 3; across scripts a +0.5 vector lift and the
-    # dictionary bridge x16 (its share is 0 to 1 and mostly small: a third of the question's
-    # words is a strong match). Chosen in 4 of 5 folds; zh->en R@3 0.67 -> 0.89 on all dev.
+    # Stronger vectors (LongMemEval R@5 0.98 alone, LoCoMo 0.83): the confidence fusion for
+    # every query, keywords x4, the vector side read against a spread of at least 0.1 (USE's
+    # cosines spread 0.03-0.06 over a conversation's sessions, so a flat vector side no longer
+    # outweighs the keywords), z capped at 3; across scripts a +0.5 vector lift and the
+    # dictionary bridge x16 (its share is 0 to 1 and mostly small). Chosen by the worst fold
+    # (benchmarks/fusion_cv.py; 5 of 7 folds): LoCoMo dev session R@10 0.881 -> 0.921.
     USE: FusionParams(
-        lexical_weight=3.0,
+        lexical_weight=4.0,
+        vector_sd_floor=0.1,
         z_cap=3.0,
         one_script_rrf=False,
         cross_script_vector=0.5,
@@ -226,7 +235,7 @@ def _confidence(
     stays weak even when it is the only match. Translated side: the share of the
     question's words a drawer holds through the dictionary, also absolute, for drawers in
     another script than the query."""
-    z_vec, vec_floor = _standardise([s for _, s in vector], params.z_cap)
+    z_vec, vec_floor = _standardise([s for _, s in vector], params.z_cap, params.vector_sd_floor)
     vec = {d: z for (d, _), z in zip(vector, z_vec, strict=True)}
     if query_weight > 0:
         lex = {d: min(s / query_weight, params.coverage_cap) for d, s in lexical}
@@ -249,13 +258,16 @@ def _confidence(
     return score
 
 
-def _standardise(scores: list[float], cap: float) -> tuple[list[float], float]:
-    """z-scores of `scores` against their own distribution, capped at +-cap; and the floor
-    (the z of the lowest score), which a drawer this side did not return gets."""
+def _standardise(
+    scores: list[float], cap: float, sd_floor: float = 0.0
+) -> tuple[list[float], float]:
+    """z-scores of `scores` against their own distribution (a spread of at least `sd_floor`),
+    capped at +-cap; and the floor (the z of the lowest score), which a drawer this side did
+    not return gets."""
     if not scores:
         return [], 0.0
     mean = sum(scores) / len(scores)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in scores) / len(scores))
+    sd = max(math.sqrt(sum((x - mean) ** 2 for x in scores) / len(scores)), sd_floor)
     if sd < 1e-9:  # every candidate scored the same: this side can't tell them apart
         return [0.0] * len(scores), 0.0
     zs = [max(-cap, min(cap, (x - mean) / sd)) for x in scores]

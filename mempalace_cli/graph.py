@@ -3,6 +3,10 @@
 Two rooms of one wing are neighbours; a room name filed in two or more wings is a tunnel that
 joins those wings. The graph is built from (wing, room, drawer count) triples only, which the
 catalogue answers with one GROUP BY, so no drawer text is ever fetched.
+
+A private room (an agent's `diary`) belongs to its wing alone, however many wings have one:
+it is never a tunnel, never counts as an edge, and is drawn as one node per wing, so two
+agents' diaries never link their wings.
 """
 
 from __future__ import annotations
@@ -29,15 +33,23 @@ class RoomNode:
         return sum(self.wings.values())
 
     @property
-    def is_tunnel(self) -> bool:
-        return len(self.wings) > 1 and self.name not in PRIVATE_ROOMS
+    def is_private(self) -> bool:
+        return self.name in PRIVATE_ROOMS
 
-    def summary(self) -> dict[str, Any]:
+    @property
+    def is_tunnel(self) -> bool:
+        return len(self.wings) > 1 and not self.is_private
+
+    def summary(self, wing: str | None = None) -> dict[str, Any]:
+        """The room's wings and drawers; with `wing`, only that wing's (a private room reached
+        through its wing is that wing's alone)."""
+        wings = self.wings if wing is None else {wing: self.wings[wing]}
         return {
             "room": self.name,
-            "wings": sorted(self.wings),
-            "drawers": self.drawers,
-            "drawers_by_wing": dict(sorted(self.wings.items())),
+            "wings": sorted(wings),
+            "drawers": sum(wings.values()),
+            "drawers_by_wing": dict(sorted(wings.items())),
+            "tunnel": self.is_tunnel,  # a private room in several wings is none
         }
 
 
@@ -71,8 +83,20 @@ class PalaceGraph:
         return sorted(found, key=lambda n: (-n.drawers, n.name))
 
     def edge_count(self) -> int:
-        """Tunnel links: one per pair of wings a shared room joins."""
-        return sum(len(n.wings) * (len(n.wings) - 1) // 2 for n in self.rooms.values())
+        """Tunnel links: one per pair of wings a shared room joins (private rooms join none)."""
+        return sum(len(n.wings) * (len(n.wings) - 1) // 2 for n in self.tunnels())
+
+    def _nodes(self) -> list[tuple[str, str | None]]:
+        """The drawn room nodes, as (room, None) for a room shared by name and (room, wing)
+        for each wing's own private room, sorted by room then wing."""
+        nodes: list[tuple[str, str | None]] = []
+        for room in sorted(self.rooms):
+            node = self.rooms[room]
+            if node.is_private:
+                nodes += [(room, wing) for wing in sorted(node.wings)]
+            else:
+                nodes.append((room, None))
+        return nodes
 
     # -- traversal ----------------------------------------------------------------------------
     def traverse(self, start: str, max_hops: int) -> list[dict[str, Any]]:
@@ -98,7 +122,9 @@ class PalaceGraph:
                         seen.add(other)
                         node = self.rooms[other]
                         via = {"from": room, "wing": wing, "tunnel": node.is_tunnel}
-                        results.append({**node.summary(), "hop": hop, "via": via})
+                        # A private room reached through a wing is that wing's own.
+                        shown = node.summary(wing if node.is_private else None)
+                        results.append({**shown, "hop": hop, "via": via})
                         next_frontier.append(other)
             frontier = next_frontier
             if not frontier:
@@ -122,17 +148,19 @@ class PalaceGraph:
     def to_mermaid(self) -> str:
         """A Mermaid flowchart: wings as boxes, rooms as rounded nodes, tunnels highlighted."""
         wing_ids = {w: f"w{i}" for i, w in enumerate(sorted(self.wings))}
-        room_ids = {r: f"r{i}" for i, r in enumerate(sorted(self.rooms))}
+        room_ids = {key: f"r{i}" for i, key in enumerate(self._nodes())}
         lines = ["flowchart LR"]
         for wing, wid in wing_ids.items():
             lines.append(f'    {wid}["{_mermaid_text(wing)}"]:::wing')
-        for room, rid in room_ids.items():
+        for (room, own), rid in room_ids.items():
             node = self.rooms[room]
             style = ":::tunnel" if node.is_tunnel else ""
-            lines.append(f'    {rid}("{_mermaid_text(room)} ({node.drawers})"){style}')
+            n = node.summary(own)["drawers"]
+            lines.append(f'    {rid}("{_mermaid_text(room)} ({n})"){style}')
         for wing, rooms in sorted(self.wings.items()):
             for room, n in sorted(rooms.items()):
-                lines.append(f"    {wing_ids[wing]} -- {n} --> {room_ids[room]}")
+                rid = room_ids[(room, wing if self.rooms[room].is_private else None)]
+                lines.append(f"    {wing_ids[wing]} -- {n} --> {rid}")
         lines.append("    classDef wing fill:#e8f0fe,stroke:#4a6fa5")
         lines.append("    classDef tunnel fill:#fff4d6,stroke:#c58b00,stroke-width:2px")
         return "\n".join(lines) + "\n"
@@ -145,17 +173,17 @@ class PalaceGraph:
                 f"    {_dot_id('wing:' + wing)} [label={_dot_id(wing)}, shape=box, "
                 'style=filled, fillcolor="#e8f0fe"];'
             )
-        for room in sorted(self.rooms):
+        for room, own in self._nodes():
             node = self.rooms[room]
             fill = ', style=filled, fillcolor="#fff4d6"' if node.is_tunnel else ""
-            unit = "drawer" if node.drawers == 1 else "drawers"
-            label = _dot_id(room)[:-1] + f'\\n{node.drawers} {unit}"'  # two-line label
-            lines.append(f"    {_dot_id('room:' + room)} [label={label}, shape=ellipse{fill}];")
+            n = node.summary(own)["drawers"]
+            unit = "drawer" if n == 1 else "drawers"
+            label = _dot_id(room)[:-1] + f'\\n{n} {unit}"'  # two-line label
+            lines.append(f"    {_room_dot_id(room, own)} [label={label}, shape=ellipse{fill}];")
         for wing, rooms in sorted(self.wings.items()):
             for room, n in sorted(rooms.items()):
-                lines.append(
-                    f'    {_dot_id("wing:" + wing)} -- {_dot_id("room:" + room)} [label="{n}"];'
-                )
+                room_id = _room_dot_id(room, wing if self.rooms[room].is_private else None)
+                lines.append(f'    {_dot_id("wing:" + wing)} -- {room_id} [label="{n}"];')
         lines.append("}")
         return "\n".join(lines) + "\n"
 
@@ -165,6 +193,11 @@ class PalaceGraph:
 
 def _mermaid_text(text: str) -> str:
     return text.replace('"', "#quot;")
+
+
+def _room_dot_id(room: str, own_wing: str | None) -> str:
+    """A room node's DOT id: `room:NAME`, or `room:WING/NAME` for a wing's private room."""
+    return _dot_id(f"room:{own_wing}/{room}" if own_wing is not None else f"room:{room}")
 
 
 def _dot_id(text: str) -> str:

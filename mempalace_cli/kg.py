@@ -1,15 +1,19 @@
 """The temporal knowledge graph: entities and facts with a validity interval, in SQLite.
 
 One file, `knowledge_graph.sqlite3`, inside the palace directory. A fact (triple) is
-`subject --predicate--> object`, valid on `[valid_from, valid_to]`, both ends inclusive: a fact
-holds on `as_of` when `valid_from <= as_of <= valid_to`, and a date-only `valid_to` covers that
-whole day. So on a switch-over date (the old fact ends, the new one starts) both answer, as in
-the design we follow. A fact is *current* while it has no end or its end is still ahead of now.
+`subject --predicate--> object`, valid on `[valid_from, valid_to]`, both ends inclusive (the
+one rule of mempalace_cli/clock.py): a fact holds on `as_of` when `valid_from <= as_of <=
+valid_to`, and a date is a whole day on the user's calendar (local time), so a date-only
+`valid_to` is the fact's last day. On a switch-over date (the old fact ends, the new one
+starts) both answer, as in the design we follow. A fact is *current* while it holds now: no
+end, or an end not yet past (a fact whose last day is today is current until today is over).
+`query`, `timeline`, `current` and `stats` read one clock (clock.py; MEMPALACE_NOW fixes it).
 A missing `valid_from` means "since always", a missing `valid_to` "still true".
 Facts are never deleted: invalidating sets `valid_to`, so history keeps answering.
 
 Dates are stored as normalised ISO strings (`YYYY-MM-DD`, or `YYYY-MM-DDTHH:MM:SS[.ffffff]`
-in UTC when an offset was given), which compare correctly as text.
+in UTC when an offset was given), which compare correctly as text; a date is compared with an
+instant through its local day's first and last instants.
 
 This module imports only the standard library: the `kg` commands never load Chroma or the model.
 """
@@ -27,13 +31,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from mempalace_cli import clock
 from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.sqlite_db import open_palace_db
 
 KG_FILE = "knowledge_graph.sqlite3"
 DIRECTIONS = ("outgoing", "incoming", "both")
-# Upper end of a whole day, so a date-only `as_of` sees facts that start during that day.
-_END_OF_DAY = "T23:59:59.999999"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (
@@ -69,9 +72,14 @@ _FACT_COLUMNS = (
     "t.id, t.subject, t.predicate, t.object, t.valid_from, t.valid_to, t.confidence, "
     "t.source_drawer_id, t.source_file, t.recorded_at, s.name, o.name, t.source_closet"
 )
-# A date-only valid_to covers its whole day (valid_to is inclusive).
-_END_OF_VALIDITY = (
-    "(CASE WHEN length(t.valid_to) = 10 THEN t.valid_to || 'T23:59:59.999999' ELSE t.valid_to END)"
+# Held at the bounds of `as_of_bounds`: started by the end of the window (a date-only start
+# compared as a date, an instant as an instant), ended no earlier than its start (valid_to is
+# inclusive: a date-only end covers its whole local day).
+_HELD_SQL = (
+    " AND (t.valid_from IS NULL OR (length(t.valid_from) = 10 AND t.valid_from <= ?)"
+    " OR (length(t.valid_from) <> 10 AND t.valid_from <= ?))"
+    " AND (t.valid_to IS NULL OR (length(t.valid_to) = 10 AND t.valid_to >= ?)"
+    " OR (length(t.valid_to) <> 10 AND t.valid_to >= ?))"
 )
 
 
@@ -128,13 +136,14 @@ def _format_datetime(value: datetime) -> str:
 
 
 def today() -> str:
-    """The user's calendar date (local time): a date-only bound means a day on the user's
-    calendar, so it is compared with this, never with the UTC clock (see `is_current`)."""
-    return date.today().isoformat()
+    """The user's calendar date (local time, clock.py): a date-only bound means a day on the
+    user's calendar, so it is compared with this, never with the UTC clock (see `is_current`)."""
+    return clock.today()
 
 
 def now_stamp() -> str:
-    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
+    """Now as naive UTC (clock.py: MEMPALACE_NOW fixes it)."""
+    return clock.utc_stamp()
 
 
 def learned_stamp() -> str:
@@ -144,19 +153,38 @@ def learned_stamp() -> str:
 
 
 def _window(as_of: str) -> tuple[str, str]:
-    """The [low, high] instants `as_of` covers: a whole day for a date, one instant otherwise."""
-    return (as_of, as_of + _END_OF_DAY) if len(as_of) == 10 else (as_of, as_of)
+    """The [low, high] instants `as_of` covers: a whole local day for a date, one instant
+    otherwise."""
+    return clock.first_instant(as_of), clock.last_instant(as_of)
+
+
+def as_of_bounds(as_of: str) -> tuple[str, str, str]:
+    """What a fact's bounds are compared with to hold on `as_of`: (day, low, high). A
+    date-only bound is compared with `day` (the date itself, or the local date an instant
+    falls on); an instant bound with the window [low, high] (a date's whole local day)."""
+    low, high = _window(as_of)
+    return clock.local_date(as_of), low, high
+
+
+def holds(valid_from: str | None, valid_to: str | None, bounds: tuple[str, str, str]) -> bool:
+    """Whether a fact valid `valid_from`..`valid_to` (both inclusive) holds at `as_of_bounds`:
+    started by the end of the window and ended no earlier than its start (`_HELD_SQL`, for
+    stores that filter in Python)."""
+    day, low, high = bounds
+    started = valid_from is None or valid_from <= (day if len(valid_from) == 10 else high)
+    return started and (valid_to is None or valid_to >= (day if len(valid_to) == 10 else low))
 
 
 def is_current(valid_to: str | None, now: str | None = None) -> bool:
-    """Still true: no end, or an end in the future."""
+    """Holds now: no end, or an end not yet past. valid_to is inclusive: a date-only end is the
+    fact's last day on the user's calendar, so the fact is current until that local day is
+    over (the same rule `as_of` applies). `now` is naive UTC (default: clock.py's now)."""
     if valid_to is None:
         return True
+    now = now or now_stamp()
     if len(valid_to) == 10:
-        # A date ends the fact at the start of that day on the user's calendar: compared with
-        # the local date (a zone ahead of UTC is already there while UTC is still "yesterday").
-        return valid_to > today()
-    return valid_to > (now or now_stamp())
+        return valid_to >= clock.local_date(now)
+    return valid_to >= now
 
 
 @dataclass(frozen=True)
@@ -252,7 +280,7 @@ def not_open_error(subject: str, pred: str, obj: str, end: str, known: list[Fact
 
 def check_end_after_start(facts: list[Fact], end: str) -> None:
     for fact in facts:
-        if fact.valid_from is not None and _window(end)[1] < fact.valid_from:
+        if fact.valid_from is not None and _window(end)[1] < _window(fact.valid_from)[0]:
             raise InvalidInputError(
                 f"ended {end} is before the fact's valid_from {fact.valid_from}.",
                 hint="Pass --ended with a date on or after the day the fact started.",
@@ -469,7 +497,7 @@ class KnowledgeGraph:
         if not open_facts:
             raise self._not_open(subject, pred, obj, end, sid, oid)
         for fact in open_facts:
-            if fact.valid_from is not None and _window(end)[1] < fact.valid_from:
+            if fact.valid_from is not None and _window(end)[1] < _window(fact.valid_from)[0]:
                 raise InvalidInputError(f"{too_early} {fact.valid_from}.", hint=hint)
         conn.executemany(
             "UPDATE triples SET valid_to = ? WHERE id = ?", [(end, f.id) for f in open_facts]
@@ -570,12 +598,9 @@ class KnowledgeGraph:
         where = sides
         when = parse_date(as_of, "as_of")
         if when is not None:
-            low, high = _window(when)
-            where += (
-                " AND (t.valid_from IS NULL OR t.valid_from <= ?)"
-                f" AND (t.valid_to IS NULL OR {_END_OF_VALIDITY} >= ?)"
-            )
-            params += [high, low]
+            day, low, high = as_of_bounds(when)
+            where += _HELD_SQL
+            params += [day, high, day, low]
         return self._facts(
             where, params, "ORDER BY t.valid_from IS NOT NULL, t.valid_from, t.recorded_at, t.id"
         )
@@ -603,11 +628,12 @@ class KnowledgeGraph:
         with self._mutex:
             conn = self.conn
             entities = conn.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
+            # Expired: not current (`is_current`): its last day or instant is past.
             triples, expired = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(valid_to IS NOT NULL AND ("
-                "(length(valid_to) = 10 AND valid_to <= ?) OR "
-                "(length(valid_to) <> 10 AND valid_to <= ?))), 0) FROM triples",
-                (today(), now),
+                "(length(valid_to) = 10 AND valid_to < ?) OR "
+                "(length(valid_to) <> 10 AND valid_to < ?))), 0) FROM triples",
+                (clock.local_date(now), now),
             ).fetchone()
             predicates = dict(
                 conn.execute(

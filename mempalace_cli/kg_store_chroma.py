@@ -29,12 +29,14 @@ from mempalace_cli.kg import (
     Fact,
     FactRecord,
     _window,
+    as_of_bounds,
     check_end_after_start,
     check_fact,
     check_limit,
     check_query,
     chronological,
     entity_id,
+    holds,
     is_current,
     learned_stamp,
     normalize_predicate,
@@ -49,6 +51,9 @@ FAR_PAST = -(2**62)
 FAR_FUTURE = 2**62
 _VECTOR = [1.0]
 _EPOCH = datetime(1970, 1, 1)
+# from_us/to_us place a date-only bound at a UTC day; the user's day (kg.py's rule) is at most
+# 14 hours away from it, so the server's filter is widened by a day and kg.holds decides.
+_DAY_US = 86_400 * 1_000_000
 
 
 def to_us(stamp: str) -> int:
@@ -326,11 +331,17 @@ class ChromaFactStore:
         }
         clauses = [sides[direction]]
         when = parse_date(as_of, "as_of")
-        if when is not None:
-            low, high = _window(when)
-            # kg.py's rule: started by the end of the window, ended no earlier than its start.
-            clauses += [{"from_us": {"$lte": to_us(high)}}, {"to_us": {"$gte": to_us(low)}}]
-        return self._facts(_and(*clauses))
+        if when is None:
+            return self._facts(_and(*clauses))
+        bounds = as_of_bounds(when)
+        _day, low, high = bounds
+        # kg.py's rule: started by the end of the window, ended no earlier than its start;
+        # the server narrows (a day wider), kg.holds decides, as the SQLite store does.
+        clauses += [
+            {"from_us": {"$lte": to_us(high) + _DAY_US}},
+            {"to_us": {"$gte": to_us(low) - _DAY_US}},
+        ]
+        return [f for f in self._facts(_and(*clauses)) if holds(f.valid_from, f.valid_to, bounds)]
 
     def timeline(
         self, entity: str | None = None, limit: int | None = None, offset: int = 0
@@ -349,7 +360,8 @@ class ChromaFactStore:
         got = self._get(where={"kind": "fact"})
         metas = got["metadatas"]
         entities = len(self._get(where={"kind": "entity"})["ids"])
-        expired = sum(1 for m in metas if not is_current(m.get("valid_to")))
+        now = now_stamp()
+        expired = sum(1 for m in metas if not is_current(m.get("valid_to"), now))
         counts = Counter(m["predicate"] for m in metas)
         predicates = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
         return {

@@ -11,11 +11,20 @@ data, the adapter is `mcp_server.py`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.errors import INIT_HINT, InvalidInputError, NoPalaceError
 from mempalace_cli.layers import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
+from mempalace_cli.mcp_options import ServeOptions
+from mempalace_cli.mcp_policy import (
+    MAX_BULK_DELETE,
+    MINE_ROOT_FLAG,
+    bulk_view,
+    check_bulk_count,
+    check_bulk_source,
+    check_mine_source,
+)
 from mempalace_cli.service.curation import MAX_IDS, MAX_PAGE
 from mempalace_cli.service.diary import MAX_READ
 from mempalace_cli.service.drawers import (
@@ -64,7 +73,7 @@ class Arg:
         if self.type == "string" and self.max_chars:
             spec["maxLength"] = self.max_chars
         if self.enum:
-            spec["enum"] = list(self.enum)
+            spec["enum"] = list(self.enum) + ([] if self.required else [None])
         for key, value in (
             ("minimum", self.minimum),
             ("maximum", self.maximum),
@@ -74,12 +83,13 @@ class Arg:
                 spec[key] = value
         if self.default is not _MISSING and self.default is not None:
             spec["default"] = self.default
-        if not self.required and self.default is _MISSING or self.default is None:
+        if not self.required:  # null means the default (bind_arguments)
             spec["type"] = [self.type, "null"]
         return spec
 
 
 Call = Callable[["Palace", dict[str, Any]], dict[str, Any]]
+ServeCall = Callable[["Palace", dict[str, Any], ServeOptions], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,15 @@ class ToolSpec:
     idempotent: bool = False
     # MemPalace 3.11 argument names this tool does not take, each with the reason.
     refused: dict[str, str] = field(default_factory=dict)
+    # A call that needs what the server's owner allowed (mining roots): `serving` binds it.
+    serve_call: ServeCall | None = None
+
+    def serving(self, options: ServeOptions) -> ToolSpec:
+        """This tool as a server started with `options` runs it."""
+        if self.serve_call is None:
+            return self
+        serve_call = self.serve_call
+        return replace(self, call=lambda p, a: serve_call(p, a, options))
 
     def input_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {
@@ -130,7 +149,8 @@ _TYPE_WORDS = {
 
 def bind_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
     """The call's arguments under their canonical names, defaults filled in, every value
-    checked against the table (type, range, size cap) before any work. Raises
+    checked against the table (type, range, size cap) before any work; null for an optional
+    argument means its default, as if it were left out. Raises
     InvalidInputError naming each problem: unknown names (with the accepted ones), refused
     MemPalace names (with why), missing or invalid values."""
     if arguments is None:
@@ -158,6 +178,8 @@ def bind_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
                     f"unknown argument '{shown}' (accepted: {', '.join(spec.accepted()) or 'none'})"
                 )
             continue
+        if value is None and not arg.required:
+            continue  # null means "use the default", as if the argument were left out
         if arg.name in given_as and given_as[arg.name] != key:
             if bound.get(arg.name, _MISSING) != value:
                 problems.append(
@@ -173,6 +195,8 @@ def bind_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
     for arg in spec.args:
         if arg.name not in bound:
             if arg.required:
+                if arg.name in given_as:  # given, and already reported as invalid
+                    continue
                 also = f" (or {', '.join(arg.aliases)})" if arg.aliases else ""
                 problems.append(
                     f"'{arg.name}'{also} is required but missing ({arg.description.rstrip('.')})"
@@ -257,8 +281,17 @@ ROOM_FILE = "Room inside the wing: the topic (e.g. 'decisions', 'auth'). Created
 DRAWER_ID = "The drawer's id, exactly as returned in a result's drawer_id field."
 ENTITY = "Entity name, e.g. a person, project or tool ('Maya', 'myapp'). Matched by name."
 DATE = "A date as YYYY-MM-DD (or an ISO datetime)."
-SINCE = "Only drawers dated on or after this day (YYYY-MM-DD): the source's date, else when filed."
-BEFORE = "Only drawers dated strictly before this day (YYYY-MM-DD)."
+SINCE = (
+    "Only drawers dated on or after this day: YYYY-MM-DD, or relative to the server's clock "
+    "('7d', 'yesterday', 'last week', 'last month', 'in March', '上个月'; a period counts from "
+    "its first day). A drawer's date is that of what it records: a chat turn's time, a note's "
+    "front matter, Date: line or dated file name, else the file's time. Drawers with no date are "
+    "left out and counted in hint."
+)
+BEFORE = (
+    "Only drawers dated strictly before this day (YYYY-MM-DD or relative, as since; 'last "
+    "month' means before its first day). Must be after since."
+)
 SPLIT_HINT = "Split it into several drawers, or save it as a file and mine the folder."
 
 DRAWER_OUT = _out(
@@ -282,12 +315,27 @@ SEARCH_HIT_OUT = {
             "description": "Cosine similarity of query and drawer, -1 to 1 (near 0: unrelated); "
             "for keyword-only hits too. Compare it within one result list.",
         },
+        "date": {
+            "type": ["string", "null"],
+            "description": "The date of what the drawer records (YYYY-MM-DD, or a UTC time): "
+            "what since/before compare; null when it has none.",
+        },
         "matched_by": {
             "type": "array",
             "items": {"type": "string", "enum": ["vector", "lexical", "translated"]},
             "description": "Which sides found this drawer: vector (meaning), lexical (the "
             "query's words), translated (a Chinese query's words translated to English by "
             "dictionary). A hit found by 'translated' alone is a lead to read, not proof.",
+        },
+        "duplicates": {
+            "type": "integer",
+            "description": "Only on a hit that stands for copies: how many other drawers hold "
+            "the same text (case, spacing and punctuation aside); they are not listed again.",
+        },
+        "duplicate_ids": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The drawer ids of those copies (with duplicates).",
         },
     },
     "required": ["drawer_id", "text"],
@@ -315,6 +363,17 @@ FORGET_OUT = _out(
     drawers={"type": "array", "items": {"type": "object"}},
     missing={"type": "array", "items": {"type": "string"}},
     files_forgotten={"type": "array", "items": {"type": "string"}},
+    sources={"type": "array", "items": {"type": "object"}},
+    sources_total="integer",
+    drawers_not_shown="integer",
+    max_per_call="integer",
+    hint="string",
+)
+BULK_DRY_RUN = "true (the default): list what would go and remove nothing. false: remove."
+BULK_RULES = (
+    "A dry run unless you pass dry_run: false; the result counts the drawers and names their "
+    f"sources. At most {MAX_BULK_DELETE:,} drawers per call: a larger call is refused (narrow "
+    "it, or the owner runs `mempalace forget` in a terminal)."
 )
 ADD_OUT = _out(
     ("success",),
@@ -326,6 +385,7 @@ ADD_OUT = _out(
     reason="string",
     matches="array",
     similar="array",
+    secrets_redacted="integer",
 )
 
 
@@ -358,20 +418,25 @@ def _search(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
         source_file=a["source_file"],
         max_distance=a["max_distance"],
     )
-    keys = ("drawer_id", "text", "wing", "room", "source_file", "similarity", "matched_by")
+    keys = ("drawer_id", "text", "wing", "room", "source_file", "date", "similarity", "matched_by")
     view: dict[str, Any] = {
         "query": result["query"],
         "filters": result["filters"],
         "results": [{k: item.get(k) for k in keys} for item in result["results"]],
     }
-    if "hint" in result:
-        view["hint"] = result["hint"]
+    for hit, item in zip(view["results"], result["results"], strict=True):
+        if item.get("duplicates"):  # a hit standing for copies of its text (search_rules.py)
+            hit.update(duplicates=item["duplicates"], duplicate_ids=item["duplicate_ids"])
+    for key in ("time", "hint"):  # a time the query names (ranked first); a hint
+        if key in result:
+            view[key] = result[key]
     return view
 
 
-def _mine(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _mine(p: Palace, a: dict[str, Any], options: ServeOptions) -> dict[str, Any]:
+    folder = check_mine_source(a["source"], options)  # only under the owner's mining roots
     return p.mine(
-        a["source"],
+        str(folder),
         wing=a["wing"],
         agent=a["agent"],
         mode=a["mode"],
@@ -381,7 +446,23 @@ def _mine(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
 
 
 def _delete_by_source(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
-    return p.forget(source=a["source_file"], dry_run=a["dry_run"])
+    """Never by a root, the home or the working folder; at most MAX_BULK_DELETE drawers; a
+    dry run unless dry_run is false. What goes is exactly what the preview matched."""
+    source, dry_run = a["source_file"], a["dry_run"] is not False
+    check_bulk_source(source)
+    preview = p.forget(source=source, dry_run=True)
+    if dry_run:
+        return bulk_view(preview, dry_run=True)
+    check_bulk_count(preview["matched"], f"deleting by {source[:200]!r}")
+    ids = [d["id"] for d in preview["drawers"]]
+    return bulk_view(p.forget(drawer_ids=ids, dry_run=False), dry_run=False)
+
+
+def _delete_drawers(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+    dry_run = a["dry_run"] is not False
+    if not dry_run:  # the schema's id cap is MAX_IDS; the per-call cap holds whatever it is
+        check_bulk_count(len(set(a["drawer_ids"])), "this call")
+    return bulk_view(p.forget(drawer_ids=a["drawer_ids"], dry_run=dry_run), dry_run)
 
 
 SEARCH_REFUSED = {
@@ -459,6 +540,13 @@ TOOLS: tuple[ToolSpec, ...] = (
             query="string",
             filters="object",
             results={"type": "array", "items": SEARCH_HIT_OUT},
+            time={
+                "type": "object",
+                "description": "When the query names a time ('last month', '上个月') and no "
+                "since/before is given: the period read from it (named, since, before, by the "
+                "server's clock) and how many results are dated in it (ranked_first); those "
+                "come first. Pass since/before to keep only them.",
+            },
             hint="string",
         ),
         (
@@ -645,6 +733,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             moved="boolean",
             reason="string",
             matches="array",
+            secrets_redacted="integer",
         ),
         (
             _s("drawer_id", DRAWER_ID, required=True),
@@ -674,9 +763,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "mempalace_delete_drawers",
         "Delete drawers",
-        "Permanently remove several drawers by id (dry_run: only list them). Ids not found are "
-        "listed in missing.",
-        lambda p, a: p.forget(drawer_ids=a["drawer_ids"], dry_run=a["dry_run"]),
+        "Permanently remove several drawers by id. Ids not found are listed in missing. "
+        + BULK_RULES,
+        _delete_drawers,
         FORGET_OUT,
         (
             Arg(
@@ -686,7 +775,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 required=True,
                 max_items=MAX_IDS,
             ),
-            Arg("dry_run", "boolean", "List what would go, remove nothing.", default=False),
+            Arg("dry_run", "boolean", BULK_DRY_RUN, default=True),
         ),
         read_only=False,
         destructive=True,
@@ -695,18 +784,20 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "mempalace_delete_by_source",
         "Delete a source's drawers",
-        "Remove every drawer filed from a source file or folder (dry_run: only list them). "
-        "Mining the source again files it again.",
+        "Remove every drawer filed from a source file or folder; mining the source again files "
+        "it again. " + BULK_RULES + " Refused outright: a filesystem root ('/'), the home "
+        "folder ('~'), the server's working folder ('.') and any folder holding one of them.",
         _delete_by_source,
         FORGET_OUT,
         (
             _s(
                 "source_file",
-                "The source file exactly as results show it, or a mined folder.",
+                "The source file exactly as results show it, or a mined folder (its absolute "
+                "path).",
                 required=True,
                 max_chars=PATH_CHARS,
             ),
-            Arg("dry_run", "boolean", "List what would go, remove nothing.", default=False),
+            Arg("dry_run", "boolean", BULK_DRY_RUN, default=True),
         ),
         read_only=False,
         destructive=True,
@@ -717,8 +808,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Mine a folder",
         "File a folder's notes and code (mode projects) or chat exports (mode convos) into the "
         "palace, verbatim, with the same rules and report as `mempalace mine`. Unchanged files "
-        "are skipped; dry_run reports without writing.",
-        _mine,
+        "are skipped; dry_run reports without writing. Only folders inside the ones the "
+        f"server's owner allowed (serve-mcp {MINE_ROOT_FLAG} DIR, or mcp_mine_roots in "
+        "config.toml) can be mined, none by default; source must be an absolute path (no ~, "
+        "no relative path), and symlinks and '..' are followed before the check, so a link "
+        "out of an allowed folder is refused.",
+        lambda p, a: _mine(p, a, ServeOptions()),
         _out(
             ("directory", "wing", "mode", "dry_run", "files", "drawers"),
             directory="string",
@@ -728,10 +823,14 @@ TOOLS: tuple[ToolSpec, ...] = (
             files="object",
             drawers="object",
             skipped="array",
+            secrets="object",
         ),
         (
             _s(
-                "source", "The folder to mine (absolute path).", required=True, max_chars=PATH_CHARS
+                "source",
+                "The folder to mine: an absolute path inside an allowed folder.",
+                required=True,
+                max_chars=PATH_CHARS,
             ),
             _s(
                 "mode",
@@ -747,6 +846,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         read_only=False,
         idempotent=True,
         refused=MINE_REFUSED,
+        serve_call=_mine,
     ),
     # -- knowledge graph ----------------------------------------------------------------------
     ToolSpec(
@@ -975,6 +1075,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             wing="string",
             timestamp="string",
             topic="string",
+            secrets_redacted="integer",
         ),
         (
             _s(

@@ -1,30 +1,44 @@
-"""How the MCP server is reached: stdio and streamable HTTP. Both stop cleanly on the first
-Ctrl-C or SIGTERM.
+"""How the MCP server is reached: stdio and streamable HTTP. Both stop on the first Ctrl-C or
+SIGTERM, exit 0, within GRACEFUL_SECONDS however many sessions and calls are open
+(`StopDeadline`).
 
-Over stdio, every line that could be a JSON-RPC request gets a reply. The SDK's own stdin
-reader drops what it cannot validate (a truncated frame, a batch, list params, a lone surrogate,
-nesting deeper than its parser goes) and the client waits for its timeout; `GuardedStdin`
-reads the lines first and answers those itself with -32700 (parse error), -32600 (invalid
-request) or -32602 (invalid params), passing everything else through to the SDK unchanged.
+Every frame that could be a JSON-RPC request gets a reply. The SDK drops what it cannot
+validate (a truncated frame, a batch, list params, a lone surrogate, nesting deeper than its
+parser goes, an id of null, 24.5, true or [1]) and the client waits for its timeout;
+`check_frame` reads each stdio line (`GuardedStdin`) and each HTTP POST body (`FrameGuard`)
+first and answers those itself with -32700 (parse error, an integer of more than 4,300 digits
+too), -32600 (invalid request) or -32602 (invalid params), passing everything else through to
+the SDK unchanged.
+
+Over HTTP, `http_access` decides where to bind and which Host/Origin values are accepted (and
+whether the bearer token is needed), and `slow_client_protocol` cuts off a client that dribbles
+its request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import re
 import signal
-import socket
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import contextmanager, suppress
 from io import TextIOWrapper
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.errors import InvalidInputError, MemPalaceError
-from mempalace_cli.mcp_auth import DEFAULT_HOST, BearerTokenGuard, check_http_options
+from mempalace_cli.errors import MemPalaceError
+from mempalace_cli.http_access import bind_socket, send_json
+from mempalace_cli.mcp_auth import (
+    DEFAULT_HOST,
+    BearerTokenGuard,
+    HostOriginGuard,
+    check_http_options,
+)
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -39,10 +53,18 @@ HTTP_PATH = "/mcp"
 # that says how to fix it instead of a bare HTTP 413.
 MAX_HTTP_BODY = 16 * 1024 * 1024
 MAX_LINE = MAX_HTTP_BODY  # the same cap on one stdio frame
-GRACEFUL_SECONDS = 3  # open HTTP streams get this long to close on shutdown
+# From a stop signal (Ctrl-C, SIGTERM) to exit, at most (StopDeadline); open HTTP streams and
+# running requests get DRAIN_SECONDS of it to finish.
+GRACEFUL_SECONDS = 3
+DRAIN_SECONDS = 2
+# A client's side of an HTTP request (slow_client_protocol).
+HEAD_SECONDS = 10.0  # the request line and headers, from connecting or the previous response
+BODY_IDLE_SECONDS = 10.0  # the longest pause inside a body
+BODY_MIN_RATE = 4096  # bytes a second a body must average, after its first BODY_IDLE_SECONDS
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
-_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+_MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,200}")')
 
 Reply = Callable[[Any, int, str], Awaitable[None]]
 
@@ -124,12 +146,20 @@ async def check_frame(line: bytes, reply: Reply) -> bool:
             "Invalid request: the message is nested too deeply to read; send flatter arguments.",
         )
         return False
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         await reply(
             _top_level_id(line),
             PARSE_ERROR,
             f"Parse error: not valid JSON ({exc.msg} at character {exc.pos}); "
             "send one whole JSON-RPC message per line.",
+        )
+        return False
+    except ValueError:  # an integer of more than 4,300 digits (Python's int-max-str-digits)
+        await reply(
+            _top_level_id(line),
+            PARSE_ERROR,
+            f"Parse error: a number in the message has more than {_MAX_DIGITS:,} digits, more "
+            "than the server reads; send such a value as a string.",
         )
         return False
     if isinstance(obj, list):
@@ -146,6 +176,16 @@ async def check_frame(line: bytes, reply: Reply) -> bool:
         return False
     rid = _request_id(obj)
     is_request = "method" in obj and "id" in obj
+    if is_request and rid is None:
+        shown = json.dumps(obj["id"])
+        await reply(
+            None,
+            INVALID_REQUEST,
+            "Invalid request: the id must be a string or an integer, not "
+            f"{shown if len(shown) <= 40 else shown[:40] + '...'}; a message without an id is a "
+            "notification, which gets no reply.",
+        )
+        return False
     params = obj.get("params")
     if params is not None and not isinstance(params, dict):
         if is_request:
@@ -264,6 +304,7 @@ async def _cancel_on_signal(scope: Any) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             log.info("%s received: stopping", signal.Signals(signum).name)
+            StopDeadline().start()  # tool calls in worker threads can't be cancelled
             scope.cancel()
             return
 
@@ -318,15 +359,212 @@ def serve_stdio(server: MCPServer, palace: Palace, warm: threading.Thread) -> No
 
 
 # -- HTTP --------------------------------------------------------------------------------------
-def bind_socket(host: str, port: int) -> socket.socket:
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        return socket.create_server((host, port), family=family, reuse_port=False)
-    except OSError as exc:
-        raise InvalidInputError(
-            f"Cannot listen on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc}.",
-            hint="Pick another port with --port, or stop whatever is using this one.",
-        ) from exc
+class FrameGuard:
+    """ASGI middleware: the JSON-RPC body of a POST to the MCP endpoint is checked by
+    `check_frame`, as a stdio line is, so every request gets its answer: what the SDK would
+    accept as a notification (an id of null, 24.5, true or [1]) and answer 202 with no body, or
+    answer without the request's id, gets HTTP 400 with the JSON-RPC error here. Everything
+    else reaches the SDK unchanged."""
+
+    def __init__(self, app: Any, path: str, max_body: int) -> None:
+        self.app = app
+        self.paths = {path, path + "/"}
+        self.max_body = max_body
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        length = next(
+            (v for k, v in scope.get("headers", []) if k.lower() == b"content-length"), b""
+        )
+        if length.strip().isdigit() and int(length) > self.max_body:
+            await self.app(scope, receive, send)  # the SDK answers 413
+            return
+        chunks: list[bytes] = []
+        size, more = 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                await send_json(
+                    send,
+                    413,
+                    _error(
+                        None,
+                        INVALID_REQUEST,
+                        f"Invalid request: the body is over {self.max_body // (1024 * 1024)} MiB.",
+                    ),
+                )
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        errors: list[dict[str, Any]] = []
+
+        async def reply(rid: Any, code: int, text: str) -> None:
+            errors.append(_error(rid, code, text))
+
+        if await check_frame(body, reply):
+            replayed = False
+
+            async def replay() -> Any:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            await self.app(scope, replay, send)
+            return
+        if not errors:  # a broken notification or response, or an empty body
+            errors.append(
+                _error(
+                    None,
+                    INVALID_REQUEST,
+                    "Invalid request: the body holds no valid JSON-RPC message; send one "
+                    "request, notification or response as a JSON object.",
+                )
+            )
+        await send_json(send, 400, errors[0] if len(errors) == 1 else errors)  # type: ignore[arg-type]
+
+
+def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+def slow_client_protocol() -> type:
+    """uvicorn's HTTP protocol with time limits on the client's side of a request, which
+    uvicorn does not have: a connection that sends no complete request line and headers within
+    HEAD_SECONDS of opening (or of its previous response), or whose body stalls for
+    BODY_IDLE_SECONDS or arrives slower than BODY_MIN_RATE bytes a second (after the first
+    BODY_IDLE_SECONDS), gets 408 and is closed. Responses, however long (an SSE stream, a long
+    mine), are never timed."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    class SlowClientGuard(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+        _deadline_timer: asyncio.TimerHandle | None = None
+        _waiting: tuple[str, int] | None = None  # ("head" | "body", id of the request cycle)
+        _since = 0.0  # when the wait began
+        _last_read = 0.0
+        _got = 0  # body bytes received in this wait
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._watch(0)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._watch(len(data))
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._watch(0)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _state(self) -> str | None:
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete:
+                return "head"
+            return "body" if cycle.more_body else None
+
+        def _watch(self, received: int) -> None:
+            transport = self.transport
+            if transport is None or transport.is_closing():
+                self._disarm()
+                return
+            state = self._state()
+            if state is None:  # the request is in; the app is answering
+                self._waiting = None
+                self._disarm()
+                return
+            now = self.loop.time()
+            key = (state, id(self.cycle))
+            if key != self._waiting:
+                self._waiting, self._since, self._got = key, now, 0
+            elif state == "body":
+                self._got += received
+            if received:
+                self._last_read = now
+            self._arm()
+
+        def _deadline(self) -> float:
+            if self._waiting is not None and self._waiting[0] == "body":
+                by_rate = self._since + BODY_IDLE_SECONDS + self._got / BODY_MIN_RATE
+                return min(by_rate, max(self._last_read, self._since) + BODY_IDLE_SECONDS)
+            return self._since + HEAD_SECONDS
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline_timer = self.loop.call_at(self._deadline(), self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline_timer is not None:
+                self._deadline_timer.cancel()
+                self._deadline_timer = None
+
+        def _expire(self) -> None:
+            self._deadline_timer = None
+            if self.transport.is_closing() or self._state() is None:
+                return
+            if self._state() == "body" and self.flow.read_paused:
+                self._last_read = self.loop.time()  # we stopped reading, not the client
+                self._arm()
+                return
+            if self.loop.time() < self._deadline():
+                self._arm()
+                return
+            cycle = self.cycle
+            started = self._state() == "body" or self._last_read > self._since
+            if started and not (cycle is not None and cycle.response_started):
+                message = b"The request did not arrive in time; send it whole, promptly.\n"
+                self.transport.write(
+                    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\n"
+                    b"connection: close\r\ncontent-length: "
+                    + str(len(message)).encode()
+                    + b"\r\n\r\n"
+                    + message
+                )
+            log.debug("closed a connection from %s: no complete request in time", self.client)
+            self.transport.close()
+
+    return SlowClientGuard
+
+
+class StopDeadline:
+    """From the first stop signal, the process is gone within GRACEFUL_SECONDS, however many
+    sessions, streams and tool calls are open: what is still running then (a long mine, calls
+    queued behind it, thousands of sessions being torn down) is cut off and the process exits
+    0. The palace is crash-safe: a cut-off write leaves it consistent, and mining again
+    converges."""
+
+    def __init__(self, seconds: float = GRACEFUL_SECONDS) -> None:
+        self.seconds = seconds
+        self._started = False
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        threading.Thread(target=self._expire, name="mempalace-stop-deadline", daemon=True).start()
+
+    def _expire(self) -> None:
+        time.sleep(self.seconds)
+        log.warning(
+            "still stopping %g s after the stop signal (tool calls or sessions still open): "
+            "exiting now",
+            self.seconds,
+        )
+        for handler in logging.getLogger().handlers:
+            with suppress(Exception):
+                handler.flush()
+        os._exit(0)
 
 
 def serve_http(
@@ -339,34 +577,42 @@ def serve_http(
 ) -> None:
     import anyio
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    check_http_options(host, token)
-    sock = bind_socket(host, port)
+    access = check_http_options(host, token, port)
+    sock = bind_socket(access)
+    access = access.bound_to(sock.getsockname()[1])
     try:
         server = build()
     except BaseException:
         sock.close()
         raise
     app: Any = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, host=host, max_request_body_size=MAX_HTTP_BODY
+        streamable_http_path=HTTP_PATH,
+        host=access.address,
+        max_request_body_size=MAX_HTTP_BODY,
+        # The SDK's own Host/Origin check turns itself on for three exact spellings of
+        # loopback only: it is off, and HostOriginGuard (the project's rule) guards every
+        # server instead, whatever the spelling of --host.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    if token:
-        app = BearerTokenGuard(app, token)
-    shown = f"[{host}]" if ":" in host else host
+    app = FrameGuard(app, HTTP_PATH, MAX_HTTP_BODY)
+    if access.token:
+        app = BearerTokenGuard(app, access.token)
+    app = HostOriginGuard(app, access, HTTP_PATH)
     log.info(
-        "serving palace %s at http://%s:%d%s%s",
+        "serving palace %s at %s%s",
         palace.path,
-        shown,
-        sock.getsockname()[1],
-        HTTP_PATH,
-        " (bearer token required)" if token else "",
+        access.url(HTTP_PATH),
+        " (bearer token required)" if access.token else "",
     )
     config = uvicorn.Config(
         app,
+        http=slow_client_protocol(),
         log_level="warning",
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        timeout_graceful_shutdown=DRAIN_SECONDS,
     )
     warming = start_warm_up(server)
     try:
@@ -380,7 +626,15 @@ def _quiet_stop_server_class() -> type:
 
     class QuietStopServer(uvicorn.Server):
         """uvicorn, minus re-raising the stop signal after its graceful shutdown (a re-raised
-        SIGTERM would kill the process instead of letting it exit 0)."""
+        SIGTERM would kill the process instead of letting it exit 0), plus the StopDeadline."""
+
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            self.stop_deadline = StopDeadline()
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            self.stop_deadline.start()
 
         @contextmanager
         def capture_signals(self) -> Any:
@@ -407,6 +661,7 @@ def _QuietStopServer(config: Any) -> Any:  # noqa: N802  (reads as the class it 
 
 __all__ = [
     "DEFAULT_PORT",
+    "GRACEFUL_SECONDS",
     "HTTP_PATH",
     "MAX_HTTP_BODY",
     "MemPalaceError",

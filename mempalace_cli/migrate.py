@@ -32,6 +32,7 @@ from mempalace_cli.config import Settings
 from mempalace_cli.errors import InvalidInputError, MigrationMismatchError, NotFoundError
 from mempalace_cli.kg import KG_FILE, Fact, FactRecord, parse_date
 from mempalace_cli.layers import read_identity
+from mempalace_cli.sqlite_db import connect_read_only
 from mempalace_cli.store import DrawerStore
 
 DEFAULT_BATCH = 500
@@ -130,14 +131,45 @@ def _fact_digest(records: list[FactRecord], only: set[str] | None = None) -> Dig
 
 
 # -- reading a knowledge graph file without touching it -------------------------------------
+def _open_kg(path: Path) -> sqlite3.Connection:
+    """The knowledge graph file, read-only (never created or changed), checked to be one: a
+    file without a facts table is an error naming it, never "0 facts"."""
+    try:
+        conn = connect_read_only(path)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.DatabaseError as exc:
+        raise InvalidInputError(
+            f"The knowledge graph file {path} can't be read: {exc}. Nothing was copied.",
+            hint="Pass the right file with --kg, or restore it from a backup.",
+        ) from exc
+    if "triples" not in tables:
+        conn.close()
+        raise InvalidInputError(
+            f"The knowledge graph file {path} has no facts table (triples): it is not a "
+            "knowledge graph. Nothing was copied.",
+            hint="Pass MemPalace's or this palace's knowledge_graph.sqlite3 with --kg.",
+        )
+    return conn
+
+
+def count_sqlite_facts(path: Path) -> int:
+    """How many facts the knowledge graph file holds, counted by SQLite: migrate's check that
+    every fact was read (0 when there is no file)."""
+    if not path.is_file():
+        return 0
+    conn = _open_kg(path)
+    try:
+        return int(conn.execute("SELECT count(*) FROM triples").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def read_sqlite_facts(path: Path) -> list[FactRecord]:
     """Every fact of a SQLite knowledge graph, ours or MemPalace 3.x's (which names the source
     column `source_closet` and the learning time `extracted_at`), opened read-only."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = _open_kg(path)
     try:
         tcols = {r[1] for r in conn.execute("PRAGMA table_info(triples)")}
-        if not tcols:
-            return []
         src = "source_drawer_id" if "source_drawer_id" in tcols else "source_closet"
         rec = "recorded_at" if "recorded_at" in tcols else "extracted_at"
         pick = [
@@ -190,6 +222,7 @@ class _End:
     label: str
     store: DrawerStore
     read_facts: Callable[[], list[FactRecord]]
+    count_facts: Callable[[], int]  # counted by the store itself, not by reading every fact
     import_facts: Callable[[list[FactRecord]], int]
     read_identity: Callable[[], str | None]
     write_identity: Callable[[str], None]
@@ -275,6 +308,7 @@ def _local_end(palace: Any, kg_file: Path | None) -> _End:
         label=str(palace.path),
         store=palace.store,
         read_facts=facts,
+        count_facts=lambda: count_sqlite_facts(kg_path),
         import_facts=import_facts,
         read_identity=identity,
         write_identity=write_identity,
@@ -297,6 +331,7 @@ def _server_end(palace: Any, opts: ServerOptions) -> _End:
         label=opts.where,
         store=store,
         read_facts=lambda: list(kg.export_facts()) if kg.exists() else [],
+        count_facts=lambda: int(kg.stats()["triples"]) if kg.exists() else 0,
         import_facts=kg.import_facts,
         read_identity=store.ledger.identity,
         write_identity=write_identity,
@@ -384,6 +419,18 @@ def _verify(
         name: {"source": a.summary(), "target": b.summary()} for name, (a, b) in pairs.items()
     }
     report["drawers"]["max_vector_gap"] = drawers["max_vector_gap"]
+    # Facts counted at both ends by the stores themselves: a source read as "no facts" (a
+    # file that could not be found or read as it is) fails here instead of passing as 0 = 0.
+    counted = {"source": source.count_facts(), "target": target.count_facts()}
+    report["facts"]["counted"] = counted
+    if counted["source"] != len(facts) or counted["target"] < len(facts):
+        raise MigrationMismatchError(
+            f"The knowledge graph at {source.label} holds {counted['source']} facts; "
+            f"{len(facts)} were read and {target.label} holds {counted['target']}. "
+            "The source is untouched.",
+            hint="Run the same migrate command again; if it keeps failing, another writer "
+            "is changing the knowledge graph while you migrate.",
+        )
     for name, (a, b) in pairs.items():
         differ = sorted(i for i, h in a.records.items() if b.records.get(i) != h)
         if name == "drawers":

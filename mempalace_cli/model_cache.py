@@ -18,6 +18,11 @@ read-only or full disk, a damaged entry) falls back to loading the model from it
 
 Where: $MEMPALACE_CACHE_DIR, else <MEMPALACE_HOME>/cache (default ~/.mempalace/cache).
 MEMPALACE_MODEL_CACHE=0 turns it off (the model loads from its package every time, as before).
+
+Building an entry is the slow first load (seconds); a front end that wants to say so registers a
+listener with `on_build`, which the model's loader calls through `announce_build` just before
+it loads the model from its package to build the entry (never when the cache is off or can't be
+written: then every load is the slow one and "first run only" would not be true).
 """
 
 from __future__ import annotations
@@ -45,10 +50,44 @@ MANIFEST = "manifest.json"
 CRC_MAX_BYTES = 8 << 20
 _TMP_PREFIX = ".tmp-"
 _log = logging.getLogger(__name__)
+BuildListener = Callable[[str], None]
+_build_listeners: list[BuildListener] = []
 
 
 def enabled() -> bool:
     return os.environ.get(ENABLE_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def on_build(listener: BuildListener) -> Callable[[], None]:
+    """Call `listener(model)` each time this process is about to build `model`'s cache entry
+    (the slow first load, from any thread); returns the function that unregisters it."""
+    _build_listeners.append(listener)
+
+    def remove() -> None:
+        with contextlib.suppress(ValueError):
+            _build_listeners.remove(listener)
+
+    return remove
+
+
+def announce_build(model: str, entry: Path) -> None:
+    """Tell the `on_build` listeners that `model`'s entry (folder `entry`) is about to be built,
+    when it can be: the cache is on and its folder writable. A listener's failure is ignored."""
+    if not _build_listeners or not enabled() or not _writable(entry.parent):
+        return
+    for listener in list(_build_listeners):
+        try:
+            listener(model)
+        except Exception as exc:  # noqa: BLE001 - a note must never stop a load
+            _log.info("model cache build listener failed: %s", exc)
+
+
+def _writable(folder: Path) -> bool:
+    """The nearest existing folder on the way to `folder` can be written."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+    return False
 
 
 def cache_root() -> Path:

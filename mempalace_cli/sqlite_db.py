@@ -45,6 +45,29 @@ def open_palace_db(
     return conn
 
 
+def sqlite_uri(path: Path, **params: str | int) -> str:
+    """The SQLite URI of the file at `path` with query `params` (e.g. mode="ro"), every
+    character of the path that means something in a URI (`#`, `?`, `%`, spaces, non-ASCII)
+    percent-encoded: unquoted, `file:/a#b?c/x.sqlite3?mode=ro` would open `/a` (the rest is a
+    fragment) in read-write mode, creating an empty file there. Every URI this project hands
+    to SQLite is built here."""
+    absolute = os.path.abspath(os.fspath(path))
+    # "file://" + an absolute path: an empty authority, so a path starting with "//" is a path.
+    uri = "file://" + quote(os.fsencode(absolute), safe="/")
+    if params:
+        uri += "?" + "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params.items())
+    return uri
+
+
+def connect_read_only(
+    path: Path, timeout: float = 30, immutable: bool = False, **kwargs: object
+) -> sqlite3.Connection:
+    """Open the file read-only (never created, never written); with `immutable`, also
+    without the -shm file WAL mode wants (storage this process can't write)."""
+    uri = sqlite_uri(path, immutable=1) if immutable else sqlite_uri(path, mode="ro")
+    return sqlite3.connect(uri, uri=True, timeout=timeout, **kwargs)  # type: ignore[arg-type]
+
+
 def writable(path: Path) -> bool:
     """This process may write the file and create its -wal/-shm companions next to it."""
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
@@ -53,16 +76,12 @@ def writable(path: Path) -> bool:
 def _open_read_only(path: Path) -> sqlite3.Connection:
     """A palace on read-only storage or owned by someone else: read it as it is. In WAL mode
     SQLite needs its -shm file; where it can't create one, the file is read as immutable."""
-    conn = sqlite3.connect(
-        f"file:{quote(str(path))}?mode=ro", uri=True, timeout=30, check_same_thread=False
-    )
+    conn = connect_read_only(path, check_same_thread=False)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return conn
     except sqlite3.OperationalError:
         conn.close()
-    conn = sqlite3.connect(
-        f"file:{quote(str(path))}?immutable=1", uri=True, timeout=30, check_same_thread=False
-    )
+    conn = connect_read_only(path, immutable=True, check_same_thread=False)
     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     return conn

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -28,6 +29,9 @@ from mempalace_cli.errors import (
 )
 
 T = TypeVar("T")
+# Chroma's registry of open folders is process-wide and unguarded: two palace objects of one
+# process (the MCP server's read and write lanes) open and let go of clients in turns.
+_HANDLES = threading.RLock()
 CHROMA_FILE = "chroma.sqlite3"
 PAGE = 1000
 
@@ -153,10 +157,11 @@ class DrawerStore:
     @property
     def client(self) -> Any:
         if self._client is None:
-            client = self._make_client()
-            api = client._server if not self.chroma_url else None
-            if api is not None and not hasattr(api, "_mempalace_generation"):
-                api._mempalace_generation = self.expected_generation  # opened fresh just now
+            with _HANDLES:
+                client = self._make_client()
+                api = client._server if not self.chroma_url else None
+                if api is not None and not hasattr(api, "_mempalace_generation"):
+                    api._mempalace_generation = self.expected_generation  # opened fresh now
             self._client = client
         return self._client
 
@@ -261,15 +266,16 @@ class DrawerStore:
         if self.server is not None:
             self._ledger = None
             return
-        try:
-            if client is not None:
-                _release_client(client)
-            else:
-                _detach_folder(str(self.palace_path))
-        except Exception:  # a newer chromadb may differ: fall back to its public reset
-            from chromadb.api.shared_system_client import SharedSystemClient
+        with _HANDLES:
+            try:
+                if client is not None:
+                    _release_client(client)
+                else:
+                    _detach_folder(str(self.palace_path))
+            except Exception:  # a newer chromadb may differ: fall back to its public reset
+                from chromadb.api.shared_system_client import SharedSystemClient
 
-            SharedSystemClient.clear_system_cache()
+                SharedSystemClient.clear_system_cache()
 
     # -- reads ------------------------------------------------------------------------------
     def _read(self, op: Callable[[Any], T], empty: T) -> T:
@@ -352,22 +358,22 @@ class DrawerStore:
             return empty
         return self._read(lambda col: col.get(ids=list(ids), include=list(include)), empty)
 
+    def all_ids(self) -> list[str]:
+        """Every drawer id, in one request (ids only): a snapshot no concurrent write shifts."""
+        return self._read(lambda col: list(col.get(include=[])["ids"]), [])
+
     def iter_all(
         self, include: Sequence[str] = ("metadatas", "documents"), page_size: int = PAGE
     ) -> Iterator[dict]:
-        col = self._read(lambda c: c, None)
-        if col is None:
-            return
-        offset = 0
-        while True:
-            page = self._read(
-                lambda c, at=offset: c.get(limit=page_size, offset=at, include=list(include)),
-                {"ids": []},
-            )
-            if not page["ids"]:
-                return
-            yield page
-            offset += len(page["ids"])
+        """Every drawer, page by page, fetched by id from one snapshot of the ids. Pages by
+        offset would skip drawers when another process deletes while we read (the rows behind
+        the offset move down). A drawer deleted after the snapshot is left out of its page;
+        one added after it is not listed (consistency.py's probe sees it)."""
+        ids = self.all_ids()
+        for start in range(0, len(ids), page_size):
+            page = self.get(ids[start : start + page_size], include)
+            if len(page["ids"]):
+                yield page
 
     # -- writes (callers hold the palace lock) ----------------------------------------------
     def _write(self, op: Callable[[], None], ids: Sequence[str] | None) -> None:

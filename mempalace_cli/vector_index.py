@@ -31,13 +31,15 @@ positions, appends the current rows) before ranking. Any process's write is ther
 to the next search, whichever process makes it, and a catalogue rebuilt from scratch (a new
 token) rebuilds the index.
 
-Files, all in <palace>/vector_index/: header.json (replaced atomically), codes/scales/rowids/
-groups/signs.<epoch> (appended; a compaction writes a new epoch), and a lock file (flock: one
-updater at a time; readers share it).
+Files, all in vector_index/ beside the catalogue (the palace folder, or, for a palace another
+tool owns, this tool's folder for it in the cache: palace_owner.py): header.json (replaced
+atomically), codes/scales/rowids/groups/signs.<epoch> (appended; a compaction writes a new
+epoch), and a lock file (flock: one updater at a time; readers share it).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -120,8 +122,9 @@ _PARTS = {"codes": "i1", "scales": "f4", "rowids": "i8", "groups": "i4", "signs"
 class VectorIndex:
     """The vector index of one palace, kept beside its catalogue connection."""
 
-    def __init__(self, palace_path: Path, conn: sqlite3.Connection) -> None:
-        self.dir = palace_path / INDEX_DIR
+    def __init__(self, index_dir: Path, conn: sqlite3.Connection) -> None:
+        """`index_dir`: the folder of the catalogue `conn` is open on (PalaceCore.index_dir)."""
+        self.dir = index_dir / INDEX_DIR
         self.conn = conn
         self._memory: tuple[tuple[str, int, int, int], dict[str, Any]] | None = None
         self._keep = False  # keep_in_memory(): codes and sign codes too, kept across writes
@@ -557,7 +560,13 @@ class VectorIndex:
     @contextmanager
     def _locked(self, mode: int) -> Iterator[None]:
         self.dir.mkdir(exist_ok=True)
-        with open(self.dir / "lock", "a+b") as f:
+        try:
+            f = open(self.dir / "lock", "a+b")  # noqa: SIM115
+        except OSError as exc:  # a read-only palace (or disk): flock needs no write access
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            f = open(self.dir / "lock", "rb")  # noqa: SIM115
+        with f:
             fcntl.flock(f, mode)
             try:
                 yield

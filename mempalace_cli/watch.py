@@ -62,8 +62,10 @@ class FolderWatcher:
         on_error: Callable[[MemPalaceError], None] | None = None,
         on_start: BatchFn | None = None,
         on_repair: BatchFn | None = None,
+        keep_secrets: bool = False,  # the CLI's --keep-secrets (see miners/secrets.py)
     ) -> None:
         self.palace = palace
+        self.keep_secrets = keep_secrets
         self.root = Path(directory).resolve()
         self.wing, self.agent, self.mode = wing, agent, mode
         self.poll = poll
@@ -218,7 +220,12 @@ class FolderWatcher:
         self.on_start({"batch": self.batches + 1, "paths": len(paths)})
         try:
             report = self.palace.mine_paths(
-                self.root, paths, wing=self.wing, agent=self.agent, mode=self.mode
+                self.root,
+                paths,
+                wing=self.wing,
+                agent=self.agent,
+                mode=self.mode,
+                keep_secrets=self.keep_secrets,
             )
             if report["full_rescan"]:  # rules may have changed
                 self._rules = self.palace.path_rules(self.root)

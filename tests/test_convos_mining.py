@@ -47,7 +47,7 @@ def test_one_folder_with_all_six_formats(cli_json: Any, cli: Any, exports: Path)
     assert report["mode"] == "convos" and report["wing"] == "my_chats"
     assert report["files"] == {"mined": 9, "unchanged": 0, "removed": 0, "skipped": 2}
     assert {s["file"] for s in report["skipped"]} == {"slack/users.json", "slack/channels.json"}
-    assert report["drawers"] == {"added": 17, "removed": 0}
+    assert report["drawers"] == {"added": 17, "replaced": 0, "removed": 0, "unchanged": 0}
 
     expected = {
         "claude_code": (
@@ -101,7 +101,7 @@ def test_remining_adds_nothing_and_grown_conversations_add_only_new(
 ) -> None:
     first = mine(cli_json, exports, "--wing", "chats")
     again = mine(cli_json, exports, "--wing", "chats")
-    assert again["drawers"] == {"added": 0, "removed": 0}
+    assert again["drawers"] == {"added": 0, "replaced": 0, "removed": 0, "unchanged": 17}
     assert again["files"]["unchanged"] == 9
 
     # The Claude Code session goes on: one more exchange appended to the same file.
@@ -193,13 +193,19 @@ def test_remining_adds_nothing_and_grown_conversations_add_only_new(
 
     grown = mine(cli_json, exports, "--wing", "chats")
     assert sorted(grown["mined_files"]) == ["chatgpt/conversations-2024-07.json", SESSION]
-    assert grown["drawers"] == {"added": 3, "removed": 0}  # changelog, snow, whetstone
+    # changelog, snow, whetstone
+    assert grown["drawers"] == {"added": 3, "replaced": 0, "removed": 0, "unchanged": 17}
     total = first["drawers"]["added"] + 3
     assert len(drawers()) == total
     assert top("changelog entry for the fix")["metadata"]["timestamp"] == (
         "2025-06-03T09:20:00+00:00"
     )
-    assert mine(cli_json, exports, "--wing", "chats")["drawers"] == {"added": 0, "removed": 0}
+    assert mine(cli_json, exports, "--wing", "chats")["drawers"] == {
+        "added": 0,
+        "replaced": 0,
+        "removed": 0,
+        "unchanged": total,
+    }
 
 
 def test_malformed_files_are_skipped_with_reasons(cli_json: Any, exports: Path) -> None:
@@ -238,20 +244,22 @@ def test_deleting_an_export_keeps_exchanges_another_export_holds(
     assert first["drawers"]["added"] == 3
     # A later export that repeats all of June's conversations.
     shutil.copy(folder / "june.json", folder / "july.json")
-    assert mine(cli_json, folder)["drawers"] == {"added": 0, "removed": 0}
+    unchanged = {"added": 0, "replaced": 0, "removed": 0, "unchanged": 3}
+    assert mine(cli_json, folder)["drawers"] == unchanged
     assert {d.source_file for d in drawers()} == {str(folder / "june.json")}
 
     (folder / "june.json").unlink()
     report = mine(cli_json, folder)
     assert report["files"]["removed"] == 1
-    assert report["drawers"] == {"added": 0, "removed": 0}
+    assert report["drawers"] == unchanged
     rows = drawers()
     assert len(rows) == 3
     assert {d.source_file for d in rows} == {str(folder / "july.json")}  # re-pointed
     assert top("marathon weeks of training")["source_file"] == str(folder / "july.json")
 
     (folder / "july.json").unlink()
-    assert mine(cli_json, folder)["drawers"] == {"added": 0, "removed": 3}
+    gone = {"added": 0, "replaced": 0, "removed": 3, "unchanged": 0}
+    assert mine(cli_json, folder)["drawers"] == gone
     assert drawers() == []
 
 

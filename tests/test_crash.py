@@ -16,6 +16,7 @@ import pytest
 
 from mempalace_cli.config import resolve_settings
 from mempalace_cli.service import Palace
+from mempalace_cli.sqlite_db import connect_read_only
 from tests.conftest import NOTES
 from tests.test_watch_support import cli_env, mempalace_command, palace_snapshot, run_cli
 
@@ -113,7 +114,7 @@ def test_kill_at_a_write_point_then_mine_converges(
 
 
 def _generation(palace: Path) -> int:
-    conn = sqlite3.connect(f"file:{palace / 'mempalace_index.sqlite3'}?mode=ro", uri=True)
+    conn = connect_read_only(palace / "mempalace_index.sqlite3")
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         return int(row[0]) if row else 0

@@ -75,7 +75,12 @@ def test_a_drawer_filed_under_the_old_id_scheme_is_found_not_filed_again(
         assert fresh.get_drawer(old_id)["text"] == TEXT
         assert fresh.search("heron count east marsh", limit=1)["results"][0]["drawer_id"] == old_id
         again = fresh.add_drawer("a_b", "c", TEXT)
-        assert again == {"success": True, "drawer_id": old_id, "already_stored": True}
+        assert again == {
+            "success": True,
+            "drawer_id": old_id,
+            "already_stored": True,
+            "secrets_redacted": 0,
+        }
         other = fresh.add_drawer("a", "b_c", TEXT, check_duplicates=False)
         assert other["success"] and other["drawer_id"] == drawer_id("a", "b_c", digest)
         assert fresh.get_drawer(old_id)["wing"] == "a_b"  # not overwritten
@@ -124,7 +129,7 @@ def test_a_convo_exchange_filed_under_the_old_scheme_is_not_filed_twice(
         ]
         export.write_text(json.dumps([{"uuid": "c1", "name": "birds", "chat_messages": messages}]))
         grown = older.mine(folder, mode="convos")
-        assert grown["drawers"] == {"added": 1, "removed": 0}
+        assert grown["drawers"] == {"added": 1, "replaced": 0, "removed": 0, "unchanged": 1}
         ids = older.catalog.get_file(str(export)).drawer_ids
         assert ids[0] == old_id and len(ids) == 2
         assert older.catalog.count() == 2

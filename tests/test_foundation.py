@@ -53,9 +53,9 @@ QUESTIONS = json.loads((REPO / "tests" / "data" / "notes_questions.json").read_t
 
 def _question_case(q: dict[str, str]) -> Any:
     """A question the ranking is known to get wrong carries its reason ("known_miss"): it is
-    an expected failure with that reason, never a rewording until it passes. Not strict: when
-    the ranking improves, it shows as XPASS and the mark should go."""
-    marks = [pytest.mark.xfail(reason=q["known_miss"], strict=False)] if "known_miss" in q else []
+    an expected failure with that reason, never a rewording until it passes. Strict: when the
+    ranking improves, the run fails (XPASS) until the known miss is taken out of the data."""
+    marks = [pytest.mark.xfail(reason=q["known_miss"], strict=True)] if "known_miss" in q else []
     return pytest.param(q, id=q["expected"], marks=marks)
 
 
@@ -130,7 +130,7 @@ def test_mine_is_incremental(cli_json, notes, tmp_path):
         "removed": 0,
         "skipped": first["files"]["skipped"],
     }
-    assert again["drawers"] == {"added": 0, "removed": 0}
+    assert again["drawers"] == {"added": 0, "replaced": 0, "removed": 0, "unchanged": total}
 
     # A touched but unchanged file is not re-embedded either.
     target = notes / "decisions" / "0006-auth0-to-clerk.md"
@@ -224,7 +224,8 @@ def test_user_errors_have_messages_not_tracebacks(cli, cli_json, home, tmp_path)
     assert "does not exist" in missing["error"]["message"]
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
-    assert cli_json("mine", a_file, expect=2)["error"]["kind"] == "invalid_input"
+    # One file is mined on its own (test_cli_mine_remine.py); it can't be watched.
+    assert cli_json("mine", a_file, "--watch", expect=2)["error"]["kind"] == "invalid_input"
     (home / "config.toml").write_text("palace_path = [unclosed\n")
     bad = cli("status", expect=7)
     assert "config.toml is not valid TOML" in bad.stderr and "Traceback" not in bad.stderr

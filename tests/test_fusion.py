@@ -99,3 +99,27 @@ def test_capped_scores_tie_break_on_similarity_not_on_the_id() -> None:
     vector = sorted([("zz-closer", 0.91), ("aa-farther", 0.90), *weak], key=lambda x: -x[1])
     params = FusionParams(lexical_weight=3.0, z_cap=3.0, one_script_rrf=False)
     assert fuse(vector, [], params=params)[:2] == ["zz-closer", "aa-farther"]
+
+
+# A conversation's sessions as USE scores them for most questions: cosines crowded between
+# 0.20 and 0.30 (a spread of ~0.03), the vector side's pick barely above the rest.
+CROWD = [(f"s{i}", 0.29 - i * 0.004) for i in range(26)]
+
+
+def test_a_vector_side_with_no_signal_cannot_drag_a_clear_keyword_match_down() -> None:
+    vector = sorted([("near-miss", 0.31), ("answer", 0.245), *CROWD], key=lambda x: -x[1])
+    lexical = [("answer", 8.0), ("near-miss", 2.0)]  # half the question against one word
+    use = fusion.for_model(fusion.USE)
+    assert use.vector_sd_floor > 0
+    assert fuse(vector, lexical, params=use, query_weight=16.0)[0] == "answer"
+    # Read against its own spread, the same flat side looked as sure as a clear match and won:
+    # LoCoMo's hybrid fell below its own keyword side (issue 27).
+    own_spread = use.with_(vector_sd_floor=0.0, lexical_weight=3.0)
+    assert fuse(vector, lexical, params=own_spread, query_weight=16.0)[0] == "near-miss"
+
+
+def test_a_clear_vector_match_still_beats_a_weak_keyword_match_with_the_spread_floor() -> None:
+    vector = sorted([("answer", 0.62), *CROWD], key=lambda x: -x[1])
+    lexical = [("s3", 3.0)]  # one common word of the question
+    use = fusion.for_model(fusion.USE)
+    assert fuse(vector, lexical, params=use, query_weight=16.0)[0] == "answer"

@@ -8,7 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,7 @@ def test_invalidate_unknown_fact_is_not_found(kg, clerk):
     assert "kg query" in err["hint"]
 
 
-def test_invalidate_defaults_to_today_and_rejects_end_before_start(kg):
+def test_invalidate_defaults_to_today_and_rejects_end_before_start(kg, monkeypatch):
     kg("add", "Ana", "owns", "billing")
     before = _today()
     result = kg("invalidate", "Ana", "owns", "billing")
@@ -136,9 +136,15 @@ def test_invalidate_defaults_to_today_and_rejects_end_before_start(kg):
     assert result["ended"] in {before, _today()}, (result["ended"], before)
     assert result["ended"] == parse_date(result["ended"])  # a plain date
     assert result["facts"][0]["valid_to"] == result["ended"]
-    # And the fact is over now: a query without a date shows it, no longer current.
+    # Today is its last day (valid_to is inclusive, as as_of reads it): current until today is
+    # over; from tomorrow a query without a date shows it, no longer current.
+    facts = kg("query", "Ana")["facts"]
+    assert [(f["object"], f["current"]) for f in facts] == [("billing", True)]
+    tomorrow = date.fromisoformat(result["ended"]) + timedelta(days=1)
+    monkeypatch.setenv("MEMPALACE_NOW", tomorrow.isoformat())
     facts = kg("query", "Ana")["facts"]
     assert [(f["object"], f["current"]) for f in facts] == [("billing", False)]
+    monkeypatch.delenv("MEMPALACE_NOW")
     kg("add", "Ana", "owns", "auth", "--valid-from", "2026-05-01")
     err = kg("invalidate", "Ana", "owns", "auth", "--ended", "2026-04-01", expect=2)["error"]
     assert "2026-04-01" in err["message"] and "2026-05-01" in err["message"]
@@ -173,7 +179,7 @@ def test_inverted_interval_is_rejected(kg, runner):
     err = kg(
         "add", "A", "b", "C", "--valid-from", "2026-05-01", "--valid-to", "2026-04-01", expect=2
     )["error"]
-    assert "valid_to 2026-04-01 is before valid_from 2026-05-01" in err["message"]
+    assert "--to 2026-04-01 is before --from 2026-05-01" in err["message"]  # the CLI's words
     text = runner.invoke(
         app, ["kg", "add", "A", "b", "C", "--from", "2026-05-02", "--to", "2026-05-01"]
     )

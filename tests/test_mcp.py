@@ -34,6 +34,7 @@ FIXTURE = {
 }
 DIARY_TEXT = "Reviewed the storage decision; MinIO stays. Next: benchmark restores."
 NEW_TEXT = "The staging cluster is rebuilt every Sunday night at 02:00 UTC by the infra cron job."
+MINE_ROOT = "agent-may-mine"  # next to the palace: the fixture's servers start with --mine-root
 
 
 def mine_fixture(base: Path) -> Path:
@@ -56,8 +57,9 @@ def mcp(
     palace = mine_fixture(base)
     home = base / "home"
     home.mkdir()
+    (base / MINE_ROOT).mkdir()  # the one folder these servers may mine over MCP
     start = stdio_session if request.param == "stdio" else http_session
-    with start(palace, home, base / "server.log") as session:
+    with start(palace, home, base / "server.log", "--mine-root", str(base / MINE_ROOT)) as session:
         yield session
 
 
@@ -144,10 +146,12 @@ def test_search_returns_verbatim_drawers_and_the_filters(mcp: McpSession) -> Non
         "wing",
         "room",
         "source_file",
+        "date",
         "similarity",
         "matched_by",
     }
     assert top["source_file"].endswith("0002-minio-object-storage.md")
+    assert top["date"] == "2026-01-15"  # the ADR's Date: line, not the file's time
     assert set(top["matched_by"]) == {"vector", "lexical"}
     assert (
         top["text"]
@@ -374,13 +378,13 @@ def test_new_drawer_tools_round_trip(mcp: McpSession) -> None:
     dry = mcp.ok("mempalace_delete_drawers", {"drawer_ids": [drawer_id], "dry_run": True})
     assert dry["dry_run"] is True and dry["removed"] == 0 and dry["matched"] == 1
     assert mcp.ok("mempalace_get_drawer", {"drawer_id": drawer_id})["drawer_id"] == drawer_id
-    removed = mcp.ok("mempalace_delete_drawers", {"drawer_ids": [drawer_id]})
+    removed = mcp.ok("mempalace_delete_drawers", {"drawer_ids": [drawer_id], "dry_run": False})
     assert removed["removed"] == 1
     assert "No drawer with id" in mcp.error("mempalace_get_drawer", {"drawer_id": drawer_id})
 
 
-def test_delete_by_source_and_mine(mcp: McpSession, tmp_path: Path) -> None:
-    folder = tmp_path / "mined-by-agent"
+def test_delete_by_source_and_mine(mcp: McpSession) -> None:
+    folder = mcp.palace.parent / MINE_ROOT / "mined-by-agent"
     (folder / "ops").mkdir(parents=True)
     (folder / "ops" / "runbook.md").write_text(
         "# Runbook\n\nRestart the ingest worker with systemctl restart ingest after a deploy.\n"
@@ -398,7 +402,7 @@ def test_delete_by_source_and_mine(mcp: McpSession, tmp_path: Path) -> None:
     )
     preview = mcp.ok("mempalace_delete_by_source", {"source_file": str(folder), "dry_run": True})
     assert preview["matched"] == mined["drawers"]["added"] and preview["removed"] == 0
-    deleted = mcp.ok("mempalace_delete_by_source", {"source_file": str(folder)})
+    deleted = mcp.ok("mempalace_delete_by_source", {"source_file": str(folder), "dry_run": False})
     assert deleted["removed"] == preview["matched"]
     found = mcp.ok(
         "mempalace_search", {"query": "restart the ingest worker", "wing": "agent_mined"}

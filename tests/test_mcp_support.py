@@ -106,13 +106,17 @@ def _session(transport: Any, palace: Path, log: Path, mode: str = "auto") -> Ite
 
 
 @contextmanager
-def stdio_session(palace: Path, home: Path, log: Path) -> Iterator[McpSession]:
-    """`mempalace --palace PALACE serve-mcp` over stdio, with the `initialize` handshake."""
+def stdio_session(
+    palace: Path, home: Path, log: Path, *extra: str, cwd: Path | None = None
+) -> Iterator[McpSession]:
+    """`mempalace --palace PALACE serve-mcp [EXTRA...]` over stdio (started in `cwd`), with the
+    `initialize` handshake."""
     cmd = mempalace_command()
     params = StdioServerParameters(
         command=cmd[0],
-        args=[*cmd[1:], "--palace", str(palace), "serve-mcp"],
+        args=[*cmd[1:], "--palace", str(palace), "serve-mcp", *extra],
         env={"MEMPALACE_HOME": str(home)},
+        cwd=cwd,
     )
     with (
         log.open("w") as errlog,
@@ -122,7 +126,9 @@ def stdio_session(palace: Path, home: Path, log: Path) -> Iterator[McpSession]:
 
 
 @contextmanager
-def http_server(palace: Path, home: Path, log: Path, *extra: str) -> Iterator[str]:
+def http_server(
+    palace: Path, home: Path, log: Path, *extra: str, cwd: Path | None = None
+) -> Iterator[str]:
     """`mempalace serve-mcp --transport http` on a free loopback port; yields its URL."""
     port = free_port()
     env = {**os.environ, "MEMPALACE_HOME": str(home)}
@@ -144,6 +150,7 @@ def http_server(palace: Path, home: Path, log: Path, *extra: str) -> Iterator[st
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
+            cwd=cwd,
         )
         try:
             deadline = time.monotonic() + START_TIMEOUT
@@ -176,10 +183,16 @@ async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator
 
 @contextmanager
 def http_session(
-    palace: Path, home: Path, log: Path, token: str | None = None
+    palace: Path,
+    home: Path,
+    log: Path,
+    *extra: str,
+    token: str | None = None,
+    cwd: Path | None = None,
 ) -> Iterator[McpSession]:
-    extra = ("--token", token) if token else ()
-    with http_server(palace, home, log, *extra) as url:
+    """`mempalace serve-mcp --transport http [--token TOKEN] [EXTRA...]` and a client of it."""
+    flags = ("--token", token, *extra) if token else extra
+    with http_server(palace, home, log, *flags, cwd=cwd) as url:
         transport: Any = url
         if token:
             transport = _http_with_headers(url, {"Authorization": f"Bearer {token}"})

@@ -97,7 +97,7 @@ def test_search_filters_since_before_source_and_distance(palace: Palace) -> None
     with pytest.raises(InvalidInputError, match="max_distance"):
         palace.search("x", max_distance=3)
     with pytest.raises(InvalidInputError, match="not a date"):
-        palace.search("x", since="yesterday")
+        palace.search("x", since="the other day")
 
 
 def test_oversized_query_is_refused_before_any_work(palace: Palace) -> None:

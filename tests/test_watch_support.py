@@ -81,23 +81,35 @@ class WatchProcess:
             stderr=self._stderr,
             text=True,
         )
-        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()  # None: stdout ended
         self.events: list[dict[str, Any]] = []
         self.non_json: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self._ended = False  # the reader queued the end of stdout
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
+        """Queue each JSON line as it comes, then None when the process closes its stdout."""
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.lines.put(json.loads(line))
-            except json.JSONDecodeError:
-                self.non_json.append(line)
+        try:
+            for line in self.proc.stdout:
+                try:
+                    self.lines.put(json.loads(line))
+                except json.JSONDecodeError:
+                    self.non_json.append(line)
+        finally:
+            self.lines.put(None)
+
+    def _take(self, line: dict[str, Any] | None) -> None:
+        if line is None:
+            self._ended = True
+        else:
+            self.events.append(line)
 
     def drain(self) -> list[dict[str, Any]]:
         while True:
             try:
-                self.events.append(self.lines.get_nowait())
+                self._take(self.lines.get_nowait())
             except queue.Empty:
                 return self.events
 
@@ -108,11 +120,21 @@ class WatchProcess:
         return [e for e in self.drain() if e["event"] == "error"]
 
     def wait_event(self, kind: str, timeout: float = 120.0) -> dict[str, Any]:
-        def found() -> dict[str, Any] | None:
-            assert self.proc.poll() is None or not self.lines.empty(), self.stderr()
-            return next((e for e in self.drain() if e["event"] == kind), None)
-
-        return wait_until(found, timeout, f"a {kind!r} line\n{self.stderr()}")
+        """The first line of this kind (seen before, or the next ones as they come): blocks
+        on the reader's queue, so it returns the moment the line is read."""
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = next((e for e in self.drain() if e["event"] == kind), None)
+            if seen is not None:
+                return seen
+            if self._ended:
+                raise AssertionError(f"watch ended without a {kind!r} line\n{self.stderr()}")
+            try:
+                self._take(self.lines.get(timeout=max(deadline - time.monotonic(), 0)))
+            except queue.Empty:
+                raise AssertionError(
+                    f"timed out after {timeout:g} s waiting for a {kind!r} line\n{self.stderr()}"
+                ) from None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
         if self.proc.poll() is None:
@@ -124,7 +146,9 @@ class WatchProcess:
                 self.proc.kill()
                 self.proc.wait()
             self._stderr.close()
-        time.sleep(0.1)  # let the reader thread take the last lines
+        # The process has exited, so its stdout ends: the reader queues the last lines and stops.
+        self._reader.join(timeout=60)
+        assert not self._reader.is_alive(), "the reader of watch's output did not finish"
         self.drain()
         return code
 

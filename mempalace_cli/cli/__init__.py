@@ -1,69 +1,105 @@
 """The `mempalace` command line: a thin adapter over `mempalace_cli.service`.
 
 Each command parses its arguments, calls the service and renders the plain data it returns
-(rich on a terminal, one JSON document with --json). Core errors become messages and exit
-statuses in one place: `PalaceGroup.invoke`.
+(rich on a terminal, one JSON document with --json). Every error, the core's or a usage error
+from Typer/Click, becomes a message and an exit status in one place, `env.report_error`, called
+from `PalaceGroup.invoke` (the core's errors) and `PalaceGroup.main` (usage errors).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import typer
-from typer._click.exceptions import UsageError
+from typer._click.exceptions import ClickException
 from typer.core import TyperGroup
+from typer.exceptions import Abort
 
 from mempalace_cli import __version__, errors
 from mempalace_cli.cli.env import (
     CONTEXT_SETTINGS,
-    EXIT_USAGE,
+    EXIT_BROKEN_PIPE,
     Env,
     get_env,
-    print_json,
+    make_console,
+    model_build_notice,
     report_error,
     show_core_notes,
+    usage_problem,
 )
-from mempalace_cli.cli.global_options import hoist_global_options
+from mempalace_cli.cli.global_options import hoist_global_options, wants_json
 from mempalace_cli.cli.help_format import install as install_readable_help
 
 install_readable_help()
 
 
 class PalaceGroup(TyperGroup):
-    """Runs the command; maps MemPalaceError (and, with --json, usage errors) to output and an
-    exit status, so no user error ever shows a traceback. Global options are accepted after
-    the sub-command too (`hoist_global_options`)."""
+    """Runs the command; maps MemPalaceError and usage errors to output and an exit status, so
+    no user error ever shows a traceback. Global options are accepted anywhere: before the
+    command, after it, between a group and its sub-command (`hoist_global_options`)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Usage errors (unknown command or option, missing argument, bad value), wherever
+        Click finds them, are reported like the core's errors: "Error: ... / Hint: ...", or
+        JSON with --json, exit status 2."""
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except ClickException as exc:
+            if not standalone_mode:
+                raise
+            if type(exc).__name__ != "NoArgsIsHelpError":  # that one has printed the help
+                report_error(usage_problem(exc), wants_json(argv))
+            sys.exit(exc.exit_code)
+        except Abort:
+            if not standalone_mode:
+                raise
+            make_console(stderr=True).print("Aborted.", highlight=False)
+            sys.exit(1)
+        if not standalone_mode:
+            return rv
+        # Not standalone, Typer returns the status of a typer.Exit, else the command's value.
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
 
     def invoke(self, ctx: typer.Context) -> Any:
-        in_args = "--json" in [*getattr(ctx, "_protected_args", []), *ctx.args]
+        def as_json() -> bool:  # --json anywhere: hoisted to this group's own option
+            return bool(ctx.params.get("json_output"))
 
-        def as_json() -> bool:  # --json after the command, or before it (read by the callback)
-            return in_args or (isinstance(ctx.obj, Env) and ctx.obj.json)
+        from mempalace_cli import model_cache
 
         show_core_notes()
+        stop_notice = model_cache.on_build(model_build_notice(get_env(ctx)))
         try:
             reject_undecodable_text(ctx)
             return super().invoke(ctx)
         except errors.MemPalaceError as exc:
             raise typer.Exit(report_error(exc, as_json())) from None
-        except OSError as exc:  # disk full, permission denied, not a directory: say which
-            mapped = errors.from_os_error(exc, exc.filename or "the palace", "finish the command")
+        except BrokenPipeError:
+            # The reader went away (`mempalace search ... | head -1`): stop quietly, as `cat`
+            # does, with the shell's status for SIGPIPE; nothing more can reach the pipe.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
+        except (OSError, sqlite3.Error) as exc:  # disk full, permission denied...: say which
+            mapped = errors.as_palace_error(exc, _palace_path(ctx))  # the MCP server's table too
+            if mapped is None:
+                raise
             raise typer.Exit(report_error(mapped, as_json())) from None
-        except sqlite3.OperationalError as exc:
-            storage = errors.from_sqlite_error(exc, _palace_path(ctx))
-            if storage is None:
-                raise
-            raise typer.Exit(report_error(storage, as_json())) from None
-        except UsageError as exc:
-            if not as_json():
-                raise
-            print_json({"error": {"message": exc.format_message(), "hint": None, "kind": "usage"}})
-            raise typer.Exit(EXIT_USAGE) from None
         finally:
+            stop_notice()
             # Close the palace's database handles when the command ends, not at interpreter
             # exit: CliRunner runs many commands in one process.
             env = ctx.obj
@@ -75,7 +111,7 @@ class PalaceGroup(TyperGroup):
 def _palace_path(ctx: typer.Context) -> str:
     env = ctx.obj
     if isinstance(env, Env) and env._palace is not None:
-        return str(env._palace.path / "mempalace_index.sqlite3")
+        return str(env._palace.index_dir / "mempalace_index.sqlite3")
     return "the palace"
 
 
@@ -109,8 +145,8 @@ app = typer.Typer(
     name="mempalace",
     help="A local-first memory palace for AI agents: file notes, code and chats verbatim, "
     "then search them, keep facts with a history, and serve it all over MCP.\n\n"
-    "Global options (--palace, --chroma-url, --json, --quiet) work before or after the "
-    "command.\n\n"
+    "Global options (--palace, --chroma-url, --json, --quiet) work anywhere on the command "
+    "line: before or after the command, or between kg/diary and its sub-command.\n\n"
     'Example: mempalace init ~/notes && mempalace mine ~/notes && mempalace search "why X?"',
     no_args_is_help=True,
     context_settings=CONTEXT_SETTINGS,
@@ -185,6 +221,7 @@ def root(
 
 def _register() -> None:
     from mempalace_cli.cli import (
+        activity,
         diary,
         drawers,
         identity,
@@ -211,6 +248,7 @@ def _register() -> None:
     reembed.register(app)
     migrate.register(app)
     identity.register(app)
+    activity.register(app)
 
 
 _register()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import typer
@@ -9,9 +10,9 @@ import typer
 from mempalace_cli.cli.env import (
     CONTEXT_SETTINGS,
     JSON_HELP,
-    escape,
     get_env,
     json_option,
+    markup,
     print_json,
 )
 
@@ -47,10 +48,23 @@ def write(
         print_json(result)
         return
     env.out.print(
-        f"Wrote to {escape(result['agent'])}'s diary ({result['wing']} / diary, topic "
-        f"{escape(result['topic'])}) at {result['timestamp']}.",
+        markup(
+            "Wrote to {}'s diary ({} / diary, topic {}) at {}.",
+            result["agent"],
+            result["wing"],
+            result["topic"],
+            result["timestamp"],
+        ),
         highlight=False,
     )
+    if result.get("secrets_redacted"):
+        n = result["secrets_redacted"]
+        env.out.print(
+            f"{n} secret{'s' if n != 1 else ''} in the entry replaced by [REDACTED:kind]: "
+            "secrets never enter the palace.",
+            highlight=False,
+            markup=False,
+        )
 
 
 @diary_app.command("read")
@@ -73,23 +87,30 @@ def read(
         return
     if not result["entries"]:
         env.out.print(
-            f"{result['agent']}'s diary is empty. Write with: mempalace diary write "
-            f"{result['agent']} TEXT",
+            markup(
+                "{}'s diary is empty. Write with: mempalace diary write {} TEXT",
+                result["agent"],
+                shlex.quote(result["agent"]),
+            ),
             highlight=False,
         )
         return
     shown = len(result["entries"])
     env.out.print(
-        f"[bold]{escape(result['agent'])}[/]'s diary: {shown} of {result['total']} entries, "
-        "newest first",
+        markup(
+            "[bold]{}[/]'s diary: {} of {} entries, newest first",
+            result["agent"],
+            shown,
+            result["total"],
+        ),
         highlight=False,
     )
     for entry in result["entries"]:
         env.out.print(
-            f"\n[cyan]{entry['timestamp']}[/]  [dim]{escape(entry['topic'] or '')}[/]",
+            markup("\n[cyan]{}[/]  [dim]{}[/]", entry["timestamp"], entry["topic"] or ""),
             highlight=False,
         )
-        env.out.print(escape(entry["content"]), highlight=False)
+        env.out.print(markup("{}", entry["content"]), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

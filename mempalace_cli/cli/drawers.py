@@ -1,15 +1,28 @@
-"""`mempalace show ID` (one whole drawer, its metadata and its neighbours in its file) and
-`mempalace forget` (remove drawers by id, by source or by place, after showing what goes)."""
+"""`mempalace show ID` (one whole drawer, its metadata and its neighbours in its file),
+`mempalace drawers` (list them, a page at a time) and `mempalace forget` (remove drawers by id,
+by source or by place, after showing what goes). Ids may be shortened to a unique start."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from mempalace_cli.cli.env import JSON_HELP, Env, escape, get_env, json_option, print_json
+from mempalace_cli.cli.env import (
+    JSON_HELP,
+    Env,
+    get_env,
+    json_option,
+    markup,
+    print_json,
+    report_not_found,
+)
 from mempalace_cli.cli.hits import INDENT, drawer_lines, print_indented, where_label
-from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.errors import InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from mempalace_cli.service import Palace
 
 FORGET_BATCH = 1000  # ids per forget call (the service's per-call cap)
 LISTED = 20  # drawers listed by name before "... and N more"
@@ -20,7 +33,10 @@ HIDDEN_META = {"wing", "room", "source_file", "line_start", "line_end", "chunk_i
 def show(
     ctx: typer.Context,
     drawer_id: str = typer.Argument(
-        ..., metavar="DRAWER-ID", help="The drawer's id, as search prints it."
+        ...,
+        metavar="DRAWER-ID",
+        help="The drawer's id, as search or `mempalace drawers` prints it, or any unique start "
+        "of it (6 characters or more).",
     ),
     around: int = typer.Option(
         2,
@@ -41,6 +57,7 @@ def show(
     """
     env = get_env(ctx)
     palace = env.palace()
+    drawer_id = full_id(palace, drawer_id)
     drawer = palace.get_drawer(drawer_id)
     neighbours = palace.drawer_neighbours(drawer_id, around=around)
     if json_output:
@@ -56,7 +73,7 @@ def render_drawer(env: Env, drawer: dict[str, Any], neighbours: dict[str, Any]) 
     meta = drawer.get("metadata") or {}
     out.print(
         Text.assemble(
-            (drawer["drawer_id"], "bold"), "   ", (f"{drawer['wing']} / {drawer['room']}", "bold")
+            (drawer["drawer_id"], "bold"), "   ", (drawer["wing"] + " / " + drawer["room"], "bold")
         ),
         highlight=False,
     )
@@ -67,8 +84,9 @@ def render_drawer(env: Env, drawer: dict[str, Any], neighbours: dict[str, Any]) 
     out.print()
     shown = {k: v for k, v in meta.items() if k not in HIDDEN_META and v not in (None, "")}
     out.print(Text("filed at ", style="dim") + Text(str(drawer.get("filed_at") or "-")))
+    out.print(Text("dated    ", style="dim") + Text(_dated(drawer, meta)), highlight=False)
     for key in sorted(shown):
-        out.print(Text(f"{key}: ", style="dim") + Text(str(shown[key])), highlight=False)
+        out.print(Text(key + ": ", style="dim") + Text(str(shown[key])), highlight=False)
     if neighbours["before"] or neighbours["after"]:
         out.print()
         out.print(Text("In the same file:", style="bold"))
@@ -78,12 +96,33 @@ def render_drawer(env: Env, drawer: dict[str, Any], neighbours: dict[str, Any]) 
             _neighbour_line(env, "after", item)
 
 
+def _dated(drawer: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The date search --since/--before read (filters.py), and where it came from."""
+    from mempalace_cli.miners.dates import SOURCES
+
+    stamp, source = meta.get("date"), SOURCES.get(str(meta.get("date_source")), "")
+    if stamp and not source:
+        source = (
+            "the file's time at first mining, by an older version: mine its folder again to "
+            "date it by what it records"
+            if meta.get("ingest_mode") == "projects"
+            else "its date field"
+        )
+    elif not stamp and meta.get("timestamp"):
+        stamp, source = meta["timestamp"], SOURCES["chat"]
+    elif not stamp and meta.get("ingest_mode") == "manual":
+        stamp, source = drawer.get("filed_at"), SOURCES["filed"]
+    if not stamp:
+        return "- (no date of its own: --since/--before leave it out)"
+    return f"{stamp} (from {source})"
+
+
 def _neighbour_line(env: Env, side: str, item: dict[str, Any]) -> None:
     lines = ""
     if item.get("line_start"):
         lines = f":{item['line_start']}-{item['line_end']}"
     env.out.print(
-        f"  [dim]{side:<6}[/] {item['drawer_id']}{lines}  [dim]{escape(item['preview'])}[/]",
+        markup("  [dim]{:<6}[/] {}{}  [dim]{}[/]", side, item["drawer_id"], lines, item["preview"]),
         highlight=False,
         soft_wrap=True,
     )
@@ -92,7 +131,10 @@ def _neighbour_line(env: Env, side: str, item: dict[str, Any]) -> None:
 def forget(
     ctx: typer.Context,
     drawer: list[str] = typer.Option(
-        None, "--drawer", metavar="DRAWER-ID", help="A drawer to remove (repeat for several)."
+        None,
+        "--drawer",
+        metavar="DRAWER-ID",
+        help="A drawer to remove, by id or a unique start of it (repeat for several).",
     ),
     source: str = typer.Option(
         None,
@@ -130,6 +172,8 @@ def forget(
             hint="e.g. mempalace forget --wing notes --room inbox",
         )
     palace = env.palace()
+    if drawer:
+        drawer = [full_id(palace, d, missing_ok=True) for d in drawer]
     plan = palace.forget(
         drawer_ids=drawer or None, source=source, wing=wing, room=room, dry_run=True
     )
@@ -160,11 +204,14 @@ def forget(
     if json_output:
         print_json(report)
         return
-    env.out.print(f"Removed {removed} drawers.", highlight=False)
+    env.out.print(markup("Removed {} drawers.", removed), highlight=False)
     if files:
         env.out.print(
-            f"{len(files)} mined file(s) left the mining record: mining their folder again "
-            "files them again.",
+            markup(
+                "{} mined file(s) left the mining record: mining their folder again files them "
+                "again.",
+                len(files),
+            ),
             highlight=False,
             soft_wrap=True,
         )
@@ -172,21 +219,174 @@ def forget(
 
 def _list_plan(env: Env, plan: dict[str, Any], verb: str) -> None:
     drawers = plan["drawers"]
-    env.out.print(f"{verb} {len(drawers)} drawers:", highlight=False)
+    env.out.print(markup("{} {} drawers:", verb, len(drawers)), highlight=False)
     for item in drawers[:LISTED]:
         where = f"{item['wing']} / {item['room']}"
         source = item.get("source_file") or ""
         env.out.print(
-            f"  {item['id']}  [cyan]{escape(where)}[/]  [dim]{escape(source)}[/]",
+            markup("  {}  [cyan]{}[/]  [dim]{}[/]", item["id"], where, source),
             highlight=False,
             soft_wrap=True,
         )
     if len(drawers) > LISTED:
-        env.out.print(f"  ... and {len(drawers) - LISTED} more (see --json)", highlight=False)
+        env.out.print(markup("  ... and {} more (see --json)", len(drawers) - LISTED))
     for missing in plan.get("missing", []):
-        env.err.print(f"No drawer with id {missing!r}; skipped.", highlight=False)
+        env.err.print(markup("No drawer with id {!r}; skipped.", missing), highlight=False)
+
+
+def full_id(palace: Palace, text: str, missing_ok: bool = False) -> str:
+    """The drawer id `text` stands for: itself, or the one id it is a unique start of (see
+    `drawer_ids.expand_prefix`). With `missing_ok`, an id nothing matches comes back as
+    given (the caller reports it)."""
+    from mempalace_cli.drawer_ids import expand_prefix
+
+    palace.require()
+    palace.sync()
+    try:
+        return expand_prefix(palace.catalog.conn, text)
+    except NotFoundError:
+        if missing_ok:
+            return text
+        raise
+
+
+PAGE = 100  # drawers per service call (its page limit)
+PREVIEW = 120  # characters of text shown per drawer
+
+
+def drawers(
+    ctx: typer.Context,
+    wing: str = typer.Option(None, "--wing", metavar="WING", help="Only drawers of this wing."),
+    room: str = typer.Option(None, "--room", metavar="ROOM", help="Only drawers of this room."),
+    source: str = typer.Option(
+        None,
+        "--source",
+        metavar="PATH",
+        help="Only drawers from this file, from the files under this folder, or from files "
+        "whose path ends so (e.g. inbox.md).",
+    ),
+    limit: int = typer.Option(
+        20, "--limit", "-n", metavar="N", min=1, max=10_000, help="List at most N drawers."
+    ),
+    offset: int = typer.Option(
+        0, "--offset", metavar="N", min=0, help="Skip the first N (the next page)."
+    ),
+    json_output: bool = json_option(JSON_HELP),
+) -> None:
+    """List drawers, newest first: id, wing and room, source, date and the start of the text.
+
+    A table on a terminal; one tab-separated line per drawer on a pipe (id, wing, room,
+    source, filed at, text). Read one whole with `mempalace show ID`.
+
+    Example: mempalace drawers --wing notes --room decisions --limit 50
+    """
+    env = get_env(ctx)
+    palace = env.palace()
+    if source and Path(source).expanduser().exists():  # a path as typed: the one it names
+        source = str(Path(source).expanduser().resolve())
+    listed: list[dict[str, Any]] = []
+    while True:
+        page = palace.list_drawers(
+            wing=wing,
+            room=room,
+            source=source,
+            limit=min(PAGE, limit - len(listed)),
+            offset=offset + len(listed),
+        )
+        listed += page["drawers"]
+        if not page["has_more"] or len(listed) >= limit or not page["drawers"]:
+            break
+    total = page["total"]
+    doc = {
+        "filters": {**page["filters"], "source": source},
+        "drawers": listed,
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "has_more": offset + len(listed) < total,
+    }
+    if total == 0 and (wing or room or source):
+        report_not_found(
+            json_output,
+            "No drawers match these filters.",
+            page.get("hint") or "Check the source path; `mempalace status` lists the wings.",
+            doc,
+        )
+    if json_output:
+        print_json(doc)
+        return
+    if total == 0:
+        env.out.print("The palace has no drawers yet. Next: mempalace mine <dir>")
+        return
+    if not listed:
+        env.out.print(markup("No drawers past --offset {}: there are {}.", offset, total))
+        return
+    if env.out.is_terminal:
+        _drawer_table(env, listed)
+    else:
+        for item in listed:
+            typer.echo("\t".join(_plain_fields(item)))
+    first, last = offset + 1, offset + len(listed)
+    footer = f"Drawers {first}-{last} of {total}."
+    if doc["has_more"]:
+        footer += f" Next page: --offset {last}."
+    console = env.out if env.out.is_terminal else env.err
+    console.print(markup("[dim]{}[/]", footer), highlight=False)
+
+
+def _one_line(text: str, limit: int = PREVIEW) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _plain_fields(item: dict[str, Any]) -> list[str]:
+    return [
+        item["drawer_id"],
+        item["wing"],
+        item["room"],
+        item.get("source_file") or "",
+        item.get("filed_at") or "",
+        _one_line(item.get("preview") or ""),
+    ]
+
+
+def _drawer_table(env: Env, listed: list[dict[str, Any]]) -> None:
+    """Id, wing / room, source file, date and text, one line each, fitted to the terminal:
+    the id is never cut; the date, then the source, go when there is no room; the text takes
+    what is left."""
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = [
+        {
+            "id": item["drawer_id"],
+            "wing / room": f"{item['wing']} / {item['room']}",
+            "source": Path(item.get("source_file") or "").name,
+            "filed": (item.get("filed_at") or "")[:10],
+            "text": _one_line(item.get("preview") or ""),
+        }
+        for item in listed
+    ]
+    caps = {"id": 10_000, "wing / room": 28, "source": 28, "filed": 10}
+    widths = {k: min(cap, max(len(k), *(len(r[k]) for r in rows))) for k, cap in caps.items()}
+    gap, text_min = 2, 20
+    for dropped in ("filed", "source", "wing / room"):
+        if sum(widths.values()) + gap * len(widths) + text_min <= env.out.width:
+            break
+        del widths[dropped]
+    text_width = max(10, env.out.width - sum(widths.values()) - gap * len(widths) - 1)
+    table = Table(box=None, pad_edge=False, padding=(0, gap, 0, 0), header_style="bold dim")
+    styles = {"id": "bold", "wing / room": "cyan", "filed": "dim"}
+    for name, width in [*widths.items(), ("text", text_width)]:
+        table.add_column(
+            name, width=width, no_wrap=True, overflow="ellipsis", style=styles.get(name, "")
+        )
+    for row in rows:
+        table.add_row(*(Text(row[name]) for name in [*widths, "text"]))
+    env.out.print(table)
 
 
 def register(app: typer.Typer) -> None:
     app.command()(show)
+    app.command()(drawers)
     app.command()(forget)

@@ -1,12 +1,24 @@
 """What every command shares: the selected palace, output streams, JSON output, and the one
-table that maps core errors to messages and exit statuses."""
+table that maps core errors to messages and exit statuses.
+
+Output rules, kept here for every command:
+- Values go into rich markup only through `markup()` (or `escape()` for one value): a path, a
+  wing, a query or a file name holding `[/]` or `[bold]` prints as typed.
+- A console that writes to a pipe or a file (`make_console`) has no colour and never wraps:
+  `mempalace search ... | cat` prints whole lines.
+- Every error, a usage error from Typer/Click or the core's MemPalaceError, is printed by
+  `report_error`: "Error: ..." and "Hint: ..." on stderr (or one JSON document with --json), in
+  CLI words (`words.cli_words`), with its status from the one exit-status table.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
+import string
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -19,37 +31,14 @@ if TYPE_CHECKING:
 
     from mempalace_cli.service import Palace
 
-# Exit statuses, one table for the whole CLI.
-EXIT_OK = 0
-EXIT_UNEXPECTED = 1
+# Exit statuses: one table for the CLI and the MCP server, kept in errors.py.
+EXIT_OK = errors.EXIT_OK
+EXIT_UNEXPECTED = errors.EXIT_UNEXPECTED
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT death (128 + 2)
-EXIT_STATUS: dict[type[errors.MemPalaceError], int] = {
-    errors.InvalidInputError: 2,
-    errors.NoPalaceError: 3,
-    errors.NotFoundError: 4,
-    errors.PalaceLockedError: 5,
-    errors.PalaceCorruptError: 6,
-    errors.IncompatiblePalaceError: 6,
-    errors.ConfigError: 7,
-    errors.ModelUnavailableError: 8,
-    # The operating system refused: named for what it is, never as a damaged palace.
-    errors.DiskFullError: 9,
-    errors.PermissionDeniedError: 10,
-    errors.NotADirectoryPathError: 11,
-    errors.StorageError: 12,
-    # A Chroma server (a team palace): down or slow, refusing our token; migrate's check.
-    errors.ServerError: 13,
-    errors.ServerAuthError: 14,
-    errors.MigrationMismatchError: 15,
-}
-
-
-def exit_status(exc: errors.MemPalaceError) -> int:
-    for cls in type(exc).__mro__:
-        if cls in EXIT_STATUS:
-            return EXIT_STATUS[cls]
-    return EXIT_UNEXPECTED
+EXIT_BROKEN_PIPE = 141  # the reader of stdout went away, as shells report SIGPIPE (128 + 13)
+EXIT_STATUS = errors.EXIT_STATUS
+exit_status = errors.exit_status
 
 
 # -h works wherever --help does (inherited by every sub-command's context).
@@ -74,17 +63,13 @@ class Env:
     @property
     def out(self) -> Console:
         if self._out is None:
-            from rich.console import Console
-
-            self._out = Console(soft_wrap=False)
+            self._out = make_console()
         return self._out
 
     @property
     def err(self) -> Console:
         if self._err is None:
-            from rich.console import Console
-
-            self._err = Console(stderr=True, quiet=self._quiet)
+            self._err = make_console(stderr=True, quiet=self._quiet)
         return self._err
 
     def set_quiet(self, quiet: bool) -> None:
@@ -115,6 +100,20 @@ class Env:
             )
             self._palace = open_palace(settings=settings)
         return self._palace
+
+
+MODEL_BUILD_NOTICE = "Preparing the embedding model (first run only, a few seconds)…"
+
+
+def model_build_notice(env: Env) -> Callable[[str], None]:
+    """The listener for `model_cache.on_build`: the first load of a model, which builds its
+    cache, says so in one line on stderr when stderr is a terminal (not with --quiet)."""
+
+    def notice(model: str) -> None:
+        if not env.quiet and env.err.is_terminal:
+            env.err.print(MODEL_BUILD_NOTICE, highlight=False)
+
+    return notice
 
 
 def get_env(ctx: typer.Context) -> Env:
@@ -158,30 +157,97 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def escape(text: str) -> str:
-    """rich's markup escape, imported when first needed (see Env)."""
+# Wider than any line: output to a pipe or a file is never wrapped (whole lines for grep, cut...).
+PIPE_WIDTH = 1_000_000
+
+
+def make_console(stderr: bool = False, quiet: bool = False) -> Console:
+    """A rich console for the CLI. Emoji codes (`:smile:` in a file name) stay text; on a
+    terminal it wraps to the terminal's width, with colour; to a pipe or a file it has no colour
+    and is as wide as any line, so nothing is wrapped or cut. rich is imported here, on first
+    use (see Env)."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr, quiet=quiet, emoji=False, soft_wrap=False)
+    # A closed pipe ends the command through the CLI's one exit edge (status 141, quietly),
+    # not rich's own exit 1.
+    console.on_broken_pipe = _raise_broken_pipe  # type: ignore[method-assign]
+    if not console.is_terminal:
+        console.width = PIPE_WIDTH
+    return console
+
+
+def _raise_broken_pipe() -> None:
+    raise BrokenPipeError
+
+
+def escape(text: object) -> str:
+    """One value, shown as it is inside rich markup (`markup("{}", value)`)."""
     from rich.markup import escape as rich_escape
 
-    return rich_escape(text)
+    return rich_escape(str(text))
+
+
+class _EscapingFormatter(string.Formatter):
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return escape(super().format_field(value, format_spec))
+
+
+_FORMATTER = _EscapingFormatter()
+
+
+def markup(template: str, /, *args: Any, **kwargs: Any) -> str:
+    """`template`, rich markup written in the code, with its `{}` fields (str.format syntax,
+    `{!r}` and format specs included) filled by values shown as they are: every value is
+    escaped, so a path, a name or a query holding `[/]` or `[red]` prints literally. The one way
+    the CLI puts values into text that rich reads as markup: console.print, Tree labels, Table
+    titles and cells.
+
+    Example: out.print(markup("[bold]{}[/] into wing [cyan]{}[/]", path, wing))"""
+    return _FORMATTER.format(template, *args, **kwargs)
 
 
 def _print_problem(label: str, message: str, hint: str | None) -> None:
-    from rich.console import Console
-
-    err = Console(stderr=True, soft_wrap=True)
-    err.print(f"[bold red]{label}[/] {escape(message)}", highlight=False)
+    err = make_console(stderr=True)
+    err.soft_wrap = True  # the terminal wraps an error; rich never cuts it
+    err.print(markup("[bold red]{}[/] {}", label, message), highlight=False)
     if hint:
-        err.print(f"[dim]Hint:[/] {escape(hint)}", highlight=False)
+        err.print(markup("[dim]Hint:[/] {}", hint), highlight=False)
+
+
+class UsageProblem(errors.InvalidInputError):
+    """A usage error found by Typer/Click (an unknown command or option, a missing argument, a
+    value out of range), reported like every other error."""
+
+    kind = "usage"
+
+
+def usage_problem(exc: Any) -> UsageProblem:
+    """Click's exception as an error with a hint: the command's usage line and its --help."""
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "mempalace"
+    usage = ctx.get_usage().strip() if ctx is not None else ""
+    usage = usage.removeprefix("Usage:").strip()
+    more = f"options and an example: {path} --help"
+    return UsageProblem(
+        exc.format_message(), hint=f"Usage: {usage}  ({more})" if usage else more.capitalize()
+    )
 
 
 def report_error(exc: errors.MemPalaceError, as_json: bool) -> int:
-    code = exit_status(exc)
+    """The CLI's one error edge: the message and hint in CLI words (`cli_words`), on stderr as
+    "Error: ... / Hint: ..." or, with --json, as {"error": {message, hint, kind}} on stdout;
+    returns the exit status."""
+    from mempalace_cli.cli.words import cli_words
+
+    failure = errors.failure_of(exc)  # the one mapping, shared with the MCP server
+    message, hint = cli_words(failure.message) or "", cli_words(failure.hint)
     if as_json:
-        print_json({"error": {"message": exc.message, "hint": exc.hint, "kind": exc.kind}})
+        print_json({"error": {"message": message, "hint": hint, "kind": failure.kind}})
     else:
         label = "Not found:" if isinstance(exc, errors.NotFoundError) else "Error:"
-        _print_problem(label, exc.message, exc.hint)
-    return code
+        _print_problem(label, message, hint)
+    return failure.status
 
 
 def did_you_mean(suggestions: list[str] | None) -> str | None:
@@ -199,9 +265,15 @@ def report_not_found(
     the closest names on stderr, exit status 4 (NotFoundError's). With --json, the command's
     own result document (empty results, suggestions) plus the same `error` object that every
     failing command prints."""
+    from mempalace_cli.cli.words import cli_words
+
+    message, hint = cli_words(message) or "", cli_words(hint)
     if as_json:
         error = {"message": message, "hint": hint, "kind": errors.NotFoundError.kind}
-        print_json({**(document or {}), "error": error})
+        document = dict(document or {})
+        if isinstance(document.get("hint"), str):
+            document["hint"] = cli_words(document["hint"])
+        print_json({**document, "error": error})
     else:
         _print_problem("Not found:", message, hint)
     raise typer.Exit(EXIT_STATUS[errors.NotFoundError])

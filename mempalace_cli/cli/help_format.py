@@ -3,7 +3,9 @@
 Typer's rich help prints a type column for every parameter: `<bool>` beside each flag, `<str>`
 or `<path>` beside values, which reads as noise. Here, the one place that changes it: flags
 and arguments show nothing there (an argument's name already says what it is), and an option
-that takes a value shows its metavar, or else its name in capitals (--wing WING).
+that takes a value shows its metavar, or else its name in capitals (--wing WING). The usage
+line names a required argument as the README does (`mempalace search [OPTIONS] QUERY`, not
+`{QUERY}`), an optional one in brackets.
 """
 
 from __future__ import annotations
@@ -25,6 +27,25 @@ def _argument_metavar(self: TyperArgument, ctx: Any) -> str | None:
     return None
 
 
+def _usage_name(self: TyperArgument) -> str:
+    name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+    return name + ("..." if self.nargs != 1 else "")
+
+
+def _reflowed(paragraphs: list[str], markup_mode: Any) -> str:
+    """A command's help after its first paragraph, each paragraph as one line for rich to wrap
+    at the terminal's width (the docstring's own line breaks would otherwise stay, and cut every
+    line twice on a narrow terminal). A paragraph that starts with \\b keeps its lines."""
+    return "\n\n".join(
+        p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines())
+        for p in paragraphs
+    )
+
+
 def install() -> None:
+    from typer import rich_utils
+
+    rich_utils._fix_linebreaks = _reflowed  # type: ignore[attr-defined]
     TyperOption.display_type_rich = _option_metavar  # type: ignore[method-assign]
     TyperArgument.display_type_rich = _argument_metavar  # type: ignore[method-assign]
+    TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]

@@ -142,3 +142,14 @@ def wrap_segments(segments: list[Text], width: int, indent: int = INDENT) -> Tex
         line.append_text(segment)
         used += segment.cell_len
     return line
+
+
+def copies_note(item: dict[str, Any]) -> list[Text]:
+    """`(+2 copies)` beside a search hit that stands for copies of its text elsewhere in the
+    palace (search folds them into one hit; `--json` lists their ids in duplicate_ids)."""
+    from rich.text import Text
+
+    count = item.get("duplicates") or 0
+    if not count:
+        return []
+    return [Text(f"(+{count} {'copy' if count == 1 else 'copies'})", style="yellow")]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from mempalace_cli.cli.env import escape, get_env, json_option, print_json
+from mempalace_cli.cli.env import get_env, json_option, markup, print_json
 from mempalace_cli.errors import NotFoundError
 
 
@@ -40,18 +40,18 @@ def identity(
         if json_output:
             print_json(result)
         else:
-            env.out.print(f"Identity stored in {escape(result['where'])}.", highlight=False)
+            env.out.print(markup("Identity stored in {}.", result["where"]), highlight=False)
         return
     result = palace.identity()
     if json_output:
         print_json(result)
     elif result["text"] is None:
         env.out.print(
-            f"No identity yet ({escape(result['where'])}). Set one: mempalace identity --set FILE",
+            markup("No identity yet ({}). Set one: mempalace identity --set FILE", result["where"]),
             highlight=False,
         )
     else:
-        env.out.print(f"[dim]{escape(result['where'])}[/]\n{escape(result['text'])}")
+        env.out.print(markup("[dim]{}[/]\n{}", result["where"], result["text"]), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

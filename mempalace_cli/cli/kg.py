@@ -12,9 +12,9 @@ from mempalace_cli.cli.env import (
     JSON_HELP,
     Env,
     did_you_mean,
-    escape,
     get_env,
     json_option,
+    markup,
     print_json,
     report_not_found,
 )
@@ -50,11 +50,11 @@ def _facts_table(title: str, facts: list[dict[str, Any]], with_direction: bool) 
         table.add_column(name, no_wrap=name != "object")
     for fact in facts:
         row = [
-            escape(fact["subject"]),
-            fact["predicate"],
-            escape(fact["object"]),
-            _interval(fact),
-            f"{fact['confidence']:g}",
+            markup("{}", fact["subject"]),
+            markup("{}", fact["predicate"]),
+            markup("{}", fact["object"]),
+            markup("{}", _interval(fact)),
+            markup("{:g}", fact["confidence"]),
             "[green]yes[/]" if fact["current"] else "[dim]no[/]",
         ]
         if with_direction:
@@ -122,9 +122,15 @@ def add(
         return
     verb = "Recorded" if result["created"] else "Already known"
     env.out.print(
-        f"{verb}: [bold]{escape(result['subject'])}[/] {result['predicate']} "
-        f"[bold]{escape(result['object'])}[/]"
-        f"  ({_interval(result)})  id {result['triple_id']}",
+        markup(
+            "{}: [bold]{}[/] {} [bold]{}[/]  ({})  id {}",
+            verb,
+            result["subject"],
+            result["predicate"],
+            result["object"],
+            _interval(result),
+            result["triple_id"],
+        ),
         highlight=False,
     )
 
@@ -168,8 +174,8 @@ def query(
     if json_output:
         print_json(result)
         return
-    title = f"{escape(result['entity'])}{when}: {result['count']} fact(s)"
-    env.out.print(_facts_table(title, result["facts"], with_direction=True))
+    title = markup("{}{}: {} fact(s)", result["entity"], when, result["count"])
+    env.out.print(_facts_table(title, result["facts"], with_direction=True), highlight=False)
 
 
 @kg_app.command("invalidate")
@@ -196,9 +202,14 @@ def invalidate(
         print_json(result)
         return
     env.out.print(
-        f"Ended [bold]{escape(result['subject'])}[/] {result['predicate']} "
-        f"[bold]{escape(result['object'])}[/] "
-        f"on {result['ended']} ({result['invalidated']} fact(s)); it stays in the history.",
+        markup(
+            "Ended [bold]{}[/] {} [bold]{}[/] on {} ({} fact(s)); it stays in the history.",
+            result["subject"],
+            result["predicate"],
+            result["object"],
+            result["ended"],
+            result["invalidated"],
+        ),
         highlight=False,
     )
 
@@ -232,11 +243,13 @@ def timeline(
         return
     if not result["facts"]:
         about = f" about {result['entity']!r}" if entity else ""
-        env.out.print(f"No facts{about} yet. Add one with: mempalace kg add S P O")
+        env.out.print(
+            markup("No facts{} yet. Add one with: mempalace kg add S P O", about), highlight=False
+        )
         return
-    about = f" of {escape(result['entity'])}" if entity else ""
-    title = f"Timeline{about}: {result['count']} fact(s)"
-    env.out.print(_facts_table(title, result["facts"], with_direction=False))
+    about = f" of {result['entity']}" if entity else ""
+    title = markup("Timeline{}: {} fact(s)", about, result["count"])
+    env.out.print(_facts_table(title, result["facts"], with_direction=False), highlight=False)
 
 
 @kg_app.command("stats")
@@ -258,8 +271,13 @@ def stats(
 
 def render_stats(env: Env, result: dict[str, Any]) -> None:
     env.out.print(
-        f"{result['entities']} entities, {result['triples']} facts "
-        f"({result['current_facts']} current, {result['expired_facts']} expired)",
+        markup(
+            "{} entities, {} facts ({} current, {} expired)",
+            result["entities"],
+            result["triples"],
+            result["current_facts"],
+            result["expired_facts"],
+        ),
         highlight=False,
     )
     if result["predicates"]:
@@ -267,8 +285,8 @@ def render_stats(env: Env, result: dict[str, Any]) -> None:
 
         table = Table("predicate", "facts", box=None, pad_edge=False)
         for name, n in result["predicates"].items():
-            table.add_row(name, str(n))
-        env.out.print(table)
+            table.add_row(markup("{}", name), markup("{}", n))
+        env.out.print(table, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

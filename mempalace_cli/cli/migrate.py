@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from mempalace_cli.cli.env import get_env, json_option, print_json
+from mempalace_cli.cli.env import get_env, json_option, markup, print_json
 
 
 def migrate(
@@ -40,7 +40,7 @@ def migrate(
 
     def progress(stage: str, done: int, total: int) -> None:
         if not json_output and env.interactive:
-            env.err.print(f"\r{stage}: {done}/{total}", end="", highlight=False)
+            env.err.print(markup("\r{}: {}/{}", stage, done, total), end="", highlight=False)
 
     result = env.palace().migrate(
         to_url=to_url, from_url=from_url, batch=batch, kg_file=kg_file, progress=progress
@@ -57,15 +57,26 @@ def _render(env: Any, result: dict[str, Any]) -> None:
     d, f = result["drawers"], result["facts"]
     drawers = result["verified"]["drawers"]["target"]
     env.out.print(
-        f"Migrated {result['from']} -> {result['to']}: {_n(d['total'], 'drawer')} "
-        f"({d['copied']} copied, {d['already_there']} already there), "
-        f"{_n(f['total'], 'fact')} ({f['copied']} new)"
-        f"{', identity' if result['identity'] else ''}.",
+        markup(
+            "Migrated {} -> {}: {} ({} copied, {} already there), {} ({} new){}.",
+            result["from"],
+            result["to"],
+            _n(d["total"], "drawer"),
+            d["copied"],
+            d["already_there"],
+            _n(f["total"], "fact"),
+            f["copied"],
+            ", identity" if result["identity"] else "",
+        ),
         highlight=False,
     )
     env.out.print(
-        f"Verified: {drawers['count']} drawers, ids {drawers['id_digest'][:12]}, content "
-        f"{drawers['content_digest'][:12]} match the source; the source was only read.",
+        markup(
+            "Verified: {} drawers, ids {}, content {} match the source; the source was only read.",
+            drawers["count"],
+            drawers["id_digest"][:12],
+            drawers["content_digest"][:12],
+        ),
         highlight=False,
     )
     env.out.print(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import typer
 
-from mempalace_cli.cli.env import Env, get_env, print_json
+from mempalace_cli.cli.env import EXIT_INTERRUPTED, Env, get_env, json_option, markup, print_json
 
 JSON_HELP = "Print one JSON document on stdout instead of text."
-EXIT_INTERRUPTED = 130
 
 
 class _ReembedProgress:
@@ -75,12 +75,14 @@ def reembed(
         "--force",
         help="Switch a palace made by MemPalace too (MemPalace then can't search it).",
     ),
-    json_output: bool = typer.Option(False, "--json", help=JSON_HELP),
+    json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Embed every drawer again with MODEL and switch the palace to it.
 
     Searches keep using the old vectors until the switch at the end. Safe to stop (Ctrl+C, or
     a crash): run the same command again to continue where it stopped.
+
+    An unknown MODEL is bad input (exit status 2); `mempalace models` lists the models.
 
     Example: mempalace reembed --model use-multilingual-v3
     """
@@ -94,12 +96,13 @@ def reembed(
             bar.stop()
         message = (
             f"Interrupted after {counter.done} of {counter.total} drawers; searches still use "
-            f"the old model. Run `mempalace reembed --model {model}` again to continue."
+            "the old model."
         )
+        hint = f"Run `mempalace reembed --model {shlex.quote(model)}` again to continue."
         if json_output:
-            print_json({"error": {"message": message, "hint": None, "kind": "interrupted"}})
+            print_json({"error": {"message": message, "hint": hint, "kind": "interrupted"}})
         else:
-            env.err.print(message, highlight=False)
+            env.err.print(markup("{} {}", message, hint), highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         if bar:
@@ -108,18 +111,25 @@ def reembed(
         print_json(report)
         return
     if not report["switched"]:
-        env.out.print(f"The palace already embeds with [bold]{report['model']}[/]; nothing to do.")
+        env.out.print(
+            markup("The palace already embeds with [bold]{}[/]; nothing to do.", report["model"]),
+            highlight=False,
+        )
         return
     resumed = f" (continued from {report['resumed_from']})" if report["resumed_from"] else ""
     env.out.print(
-        f"Re-embedded {report['drawers']} drawers{resumed}: the palace now embeds with "
-        f"[bold]{report['model']}[/] (was {report['model_before']})."
+        markup(
+            "Re-embedded {} drawers{}: the palace now embeds with [bold]{}[/] (was {}).",
+            report["drawers"],
+            resumed,
+            report["model"],
+            report["model_before"],
+        ),
+        highlight=False,
     )
 
 
-def models(
-    ctx: typer.Context, json_output: bool = typer.Option(False, "--json", help=JSON_HELP)
-) -> None:
+def models(ctx: typer.Context, json_output: bool = json_option(JSON_HELP)) -> None:
     """List the embedding models, and which one this palace and new palaces use.
 
     Example: mempalace models --json
@@ -138,11 +148,17 @@ def models(
             marks.append("this palace")
         if m["name"] == report["default_model"]:
             marks.append("default for new palaces")
-        table.add_row(m["name"], str(m["dimension"] or "?"), m["languages"], ", ".join(marks))
-    env.out.print(table)
+        table.add_row(
+            markup("{}", m["name"]),
+            markup("{}", m["dimension"] or "?"),
+            markup("{}", m["languages"]),
+            markup("{}", ", ".join(marks)),
+        )
+    env.out.print(table, highlight=False)
     env.out.print(
         "Switch this palace with: [bold]mempalace reembed --model NAME[/]; choose the model of "
-        "new palaces with embedding_model in config.toml."
+        "new palaces with embedding_model in config.toml.",
+        highlight=False,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -9,24 +10,27 @@ import typer
 from mempalace_cli.cli.env import (
     JSON_HELP,
     Env,
-    escape,
     get_env,
     json_option,
+    markup,
     print_json,
     report_not_found,
 )
 from mempalace_cli.cli.hits import (
     INDENT,
+    copies_note,
     drawer_lines,
     fit_path,
     print_indented,
     where_label,
     wrap_segments,
 )
+from mempalace_cli.cli.words import cli_words
 
 if TYPE_CHECKING:
     from rich.text import Text
 
+# On stderr (not with --quiet): stdout holds only the results, for a pipe.
 SCORES_LEGEND = (
     "score: the rank score that sets the order (semantic and keyword sides fused; higher first).",
     "similarity: cosine similarity of query and drawer (-1 to 1; near 0 is unrelated).",
@@ -57,11 +61,24 @@ def search(
         None,
         "--since",
         metavar="DATE",
-        help="Only drawers dated on or after DATE (YYYY-MM-DD): the source file's date when "
-        "known, else when it was filed.",
+        help="Only drawers dated on or after DATE: YYYY-MM-DD, or relative (a period counts "
+        "from its first day): 7d, yesterday, last week, last month, 'in March', or the same "
+        "in Chinese. "
+        "A drawer's date is that of what it records: a chat's time, a note's front matter, "
+        "Date: line or dated file name, else the file's time.",
     ),
     before: str = typer.Option(
-        None, "--before", metavar="DATE", help="Only drawers dated before DATE (YYYY-MM-DD)."
+        None,
+        "--before",
+        metavar="DATE",
+        help="Only drawers dated before DATE (YYYY-MM-DD or relative, as --since).",
+    ),
+    now: str = typer.Option(
+        None,
+        "--now",
+        metavar="DATE",
+        help="Read relative dates as of DATE (YYYY-MM-DD or an ISO time) instead of today "
+        "(also MEMPALACE_NOW).",
     ),
     full: bool = typer.Option(
         False, "--full", help="Print each drawer whole instead of its best-matching lines."
@@ -78,13 +95,17 @@ def search(
 
     Each hit shows its wing and room, its source path relative to the mined folder with the
     line range, its rank score (which sets the order) and its similarity, then the lines
-    that best match the query, with the query's words highlighted on a terminal.
+    that best match the query, with the query's words highlighted on a terminal. What the two
+    numbers mean is said on stderr (not with --quiet), so a pipe gets the results only.
 
     Example: mempalace search "why did we move off Auth0?" --wing notes -n 3
     """
     env = get_env(ctx)
+    from mempalace_cli.dates import resolve_range
+
+    since, before = resolve_range(since, before, now, ("--since", "--before"))
     result = env.palace().search(
-        query, wing=wing, room=room, limit=n, mode=mode, since=since, before=before
+        query, wing=wing, room=room, limit=n, mode=mode, since=since, before=before, now=now
     )
     if aaak:
         for item in result["results"]:
@@ -100,6 +121,25 @@ def search(
         print_json(result)
         return
     render_results(env, result, full=full)
+    for note in _notes(result):
+        env.err.print(markup("[dim]{}[/]", note), highlight=False)
+
+
+def _notes(result: dict[str, Any]) -> list[str]:
+    """What a reader should know about the dates behind the results (on stderr)."""
+    notes = []
+    time = result.get("time")
+    if time:
+        last = (date.fromisoformat(time["before"]) - timedelta(days=1)).isoformat()
+        span = time["since"] if last == time["since"] else f"{time['since']} to {last}"
+        notes.append(
+            f"The question names {time['named']!r} ({span}): {time['ranked_first']} of these "
+            f"results are dated then and come first. To keep only those: --since {time['since']} "
+            f"--before {time['before']}."
+        )
+    if result.get("hint"):  # drawers a date filter could not place (filters.py)
+        notes.append(f"Note: {cli_words(result['hint'])}")
+    return notes
 
 
 def _filtered(result: dict[str, Any]) -> bool:
@@ -117,7 +157,7 @@ def render_results(env: Env, result: dict[str, Any], full: bool = False) -> None
     out = env.out
     if not result["results"]:
         out.print(
-            f"No drawers match {result['query']!r}. Try other words, or --mode vector.",
+            markup("No drawers match {!r}. Try other words, or --mode vector.", result["query"]),
             highlight=False,
         )
         return
@@ -131,9 +171,9 @@ def render_results(env: Env, result: dict[str, Any], full: bool = False) -> None
             print_indented(out, Text(item["aaak"]).wrap(out, width))
         else:
             print_indented(out, drawer_lines(out, item, result["query"], full, width))
-    out.print()
+    env.err.print()
     for line in SCORES_LEGEND:
-        out.print(Text(line, style="dim"))
+        env.err.print(Text(line, style="dim"))
 
 
 def _header(rank: int, item: dict[str, Any]) -> list[Text]:
@@ -143,12 +183,25 @@ def _header(rank: int, item: dict[str, Any]) -> list[Text]:
     score = item.get("rank_score")
     place = Text(f"{rank:>2}. ", style="bold")
     place.append(f"{item['wing']} / {item['room']}", style="bold")
+    dated = [Text(_day(item["date"]), style="cyan")] if item.get("date") else []
     return [
         place,
+        *dated,
         Text.assemble("score ", ("-" if score is None else f"{score:.5f}", "bold")),
         Text.assemble("similarity ", ("-" if sim is None else f"{sim:.3f}", "bold")),
         Text(item["drawer_id"], style="dim"),
+        *copies_note(item),
     ]
+
+
+def _day(stamp: str) -> str:
+    """The day a drawer is dated, on the user's calendar (a UTC time shown as its local day)."""
+    from mempalace_cli.clock import local_date
+
+    try:
+        return local_date(str(stamp))
+    except ValueError:
+        return str(stamp)[:10]
 
 
 def status(
@@ -177,14 +230,18 @@ def status(
     from rich.tree import Tree
 
     tree = Tree(
-        f"[bold]{escape(result['palace_path'])}[/]  {result['total_drawers']} drawers  "
-        f"[dim]model {escape(result['embedding_model'])}[/]"
+        markup(
+            "[bold]{}[/]  {} drawers  [dim]model {}[/]",
+            result["palace_path"],
+            result["total_drawers"],
+            result["embedding_model"],
+        )
     )
     for wing, rooms in sorted(result["taxonomy"].items()):
-        branch = tree.add(f"[cyan]{wing}[/]  {result['wings'][wing]}")
+        branch = tree.add(markup("[cyan]{}[/]  {}", wing, result["wings"][wing]))
         for room, count in sorted(rooms.items()):
-            branch.add(f"{room}  {count}")
-    env.out.print(tree)
+            branch.add(markup("{}  {}", room, count))
+    env.out.print(tree, highlight=False)
     if not result["total_drawers"]:
         env.out.print("The palace is empty. Next: mempalace mine <dir>")
 

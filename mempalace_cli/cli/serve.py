@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
+from pathlib import Path
 
 import typer
 
@@ -27,8 +29,10 @@ def serve_mcp(
         "127.0.0.1",
         "--host",
         metavar="HOST",
-        help="HTTP only: address to listen on. Anything but 127.0.0.1, localhost or ::1 "
-        "(the names the Host/Origin check protects) requires --token.",
+        help="HTTP only: address to listen on (an IP address, or a name resolved once). A "
+        "loopback address (127.0.0.1, localhost, ::1, any 127.x) is served without --token, and "
+        "only to requests whose Host and Origin headers name it or localhost (so no web page "
+        "can reach it through DNS rebinding); any other address requires --token.",
     ),
     port: int = typer.Option(
         8765, "--port", metavar="PORT", min=1, max=65535, help="HTTP only: port."
@@ -41,20 +45,51 @@ def serve_mcp(
         show_envvar=True,
         help="HTTP only: require 'Authorization: Bearer TOKEN' on every request.",
     ),
+    read_only: bool = typer.Option(
+        False,
+        "--read-only",
+        help="Serve only the read tools (search, status, get, list, kg_query, ...): write "
+        "tools are neither listed nor callable.",
+    ),
+    mine_root: list[Path] = typer.Option(
+        None,
+        "--mine-root",
+        metavar="DIR",
+        exists=True,
+        file_okay=False,
+        dir_okay=True,
+        help="A folder the mempalace_mine tool may mine under (repeat for several; also "
+        "mcp_mine_roots in config.toml). None by default: mining over MCP is refused.",
+    ),
 ) -> None:
     """Serve the palace to AI agents over MCP (the Model Context Protocol).
 
     Stops on the first Ctrl-C or SIGTERM, exit status 0. To register it with a client, print
     the exact snippet with: mempalace mcp-config
 
+    What an agent may do: mempalace_mine reads only folders inside a --mine-root (or
+    config.toml's mcp_mine_roots = ["/home/me/notes"]), given as absolute paths and checked
+    after following symlinks; none by default. mempalace_delete_by_source and
+    mempalace_delete_drawers are dry runs unless the call passes dry_run: false, remove at most
+    1,000 drawers per call, and never go by '/', '~', the server's working folder or a folder
+    holding one of them (use mempalace forget for more). --read-only serves no write tool.
+
     Example: mempalace serve-mcp --transport http --port 8765 --token "$MEMPALACE_MCP_TOKEN"
     """
     from mempalace_cli import mcp_server
+    from mempalace_cli.config import mcp_mine_roots
     from mempalace_cli.mcp_options import ServeOptions
 
-    options = ServeOptions(transport=transport.value)
     palace = get_env(ctx).palace()
     try:
+        roots = [Path(os.path.realpath(r)) for r in mine_root or ()]
+        roots += mcp_mine_roots(palace.settings)
+        options = ServeOptions(
+            transport=transport.value,
+            read_only=read_only,
+            mine_roots=tuple(dict.fromkeys(roots)),
+            config_path=str(palace.settings.config_path),
+        )
         if transport is Transport.stdio:
             mcp_server.serve_stdio(palace, options)
         else:

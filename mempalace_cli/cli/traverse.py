@@ -12,9 +12,9 @@ from mempalace_cli import errors
 from mempalace_cli.cli.env import (
     Env,
     did_you_mean,
-    escape,
     get_env,
     json_option,
+    markup,
     print_json,
     report_not_found,
 )
@@ -63,7 +63,7 @@ def traverse(
         if json_output:
             print_json({"format": export, "text": text, "output": str(output) if output else None})
         elif output:
-            env.out.print(f"Wrote the {export} graph to {output}", highlight=False)
+            env.out.print(markup("Wrote the {} graph to {}", export, output), highlight=False)
         else:
             typer.echo(text, nl=False)
         return
@@ -102,10 +102,15 @@ def _drawers(n: int) -> str:
 
 
 def _label(item: dict[str, Any]) -> str:
-    tunnel = "  [yellow]tunnel[/]" if len(item["wings"]) > 1 else ""
+    tunnel = "  [yellow]tunnel[/]" if item.get("tunnel", len(item["wings"]) > 1) else ""
     return (
-        f"[bold]{escape(item['room'])}[/]  {_drawers(item['drawers'])}  "
-        f"[cyan]{escape(', '.join(item['wings']))}[/]{tunnel}"
+        markup(
+            "[bold]{}[/]  {}  [cyan]{}[/]",
+            item["room"],
+            _drawers(item["drawers"]),
+            ", ".join(item["wings"]),
+        )
+        + tunnel
     )
 
 
@@ -119,11 +124,12 @@ def render_walk(env: Env, result: dict[str, Any]) -> None:
         via = item["via"]
         parent = nodes[via["from"]]
         nodes[item["room"]] = parent.add(
-            f"{_label(item)}  [dim]hop {item['hop']} via {escape(via['wing'])}[/]"
+            _label(item) + markup("  [dim]hop {} via {}[/]", item["hop"], via["wing"])
         )
     env.out.print(tree, highlight=False)
     env.out.print(
-        f"{result['count'] - 1} room(s) within {result['max_hops']} hop(s).", highlight=False
+        markup("{} room(s) within {} hop(s).", result["count"] - 1, result["max_hops"]),
+        highlight=False,
     )
 
 
@@ -131,9 +137,9 @@ def render_tunnels(env: Env, result: dict[str, Any]) -> None:
     between = " and ".join(w for w in (result["wing_a"], result["wing_b"]) if w)
     if not result["tunnels"]:
         scope = f" touching {between}" if between else ""
-        env.out.print(f"No rooms{scope} are shared by two or more wings.", highlight=False)
+        env.out.print(markup("No rooms{} are shared by two or more wings.", scope), highlight=False)
         return
-    title = f"Tunnels{' of ' + between if between else ''}: {result['count']}"
+    title = markup("Tunnels{}: {}", " of " + between if between else "", result["count"])
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", box=None, pad_edge=False)
@@ -142,14 +148,20 @@ def render_tunnels(env: Env, result: dict[str, Any]) -> None:
     table.add_column("wings (drawers)")
     for t in result["tunnels"]:
         per_wing = ", ".join(f"{w} ({n})" for w, n in t["drawers_by_wing"].items())
-        table.add_row(escape(t["room"]), str(t["drawers"]), escape(per_wing))
-    env.out.print(table)
+        table.add_row(markup("{}", t["room"]), markup("{}", t["drawers"]), markup("{}", per_wing))
+    env.out.print(table, highlight=False)
 
 
 def render_stats(env: Env, result: dict[str, Any]) -> None:
     env.out.print(
-        f"{result['rooms']} rooms in {result['wings']} wings ({result['drawers']} drawers), "
-        f"{result['tunnels']} tunnels, {result['edges']} tunnel edges",
+        markup(
+            "{} rooms in {} wings ({} drawers), {} tunnels, {} tunnel edges",
+            result["rooms"],
+            result["wings"],
+            result["drawers"],
+            result["tunnels"],
+            result["edges"],
+        ),
         highlight=False,
     )
     if result["rooms_per_wing"]:
@@ -157,13 +169,13 @@ def render_stats(env: Env, result: dict[str, Any]) -> None:
 
         table = Table("wing", "rooms", box=None, pad_edge=False)
         for wing, n in result["rooms_per_wing"].items():
-            table.add_row(escape(wing), str(n))
-        env.out.print(table)
+            table.add_row(markup("{}", wing), markup("{}", n))
+        env.out.print(table, highlight=False)
     if result["top_tunnels"]:
         env.out.print("Top tunnels:")
         for t in result["top_tunnels"]:
             env.out.print(
-                f"  {escape(t['room'])}  {_drawers(t['drawers'])}  {escape(', '.join(t['wings']))}",
+                markup("  {}  {}  {}", t["room"], _drawers(t["drawers"]), ", ".join(t["wings"])),
                 highlight=False,
             )
 

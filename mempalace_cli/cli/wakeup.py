@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from mempalace_cli.cli.env import get_env, json_option, print_json
+from mempalace_cli.cli.env import get_env, json_option, markup, print_json
 
 JSON_HELP = "Print one JSON document on stdout: the text and each layer with its token count."
 
@@ -48,7 +48,7 @@ def wake_up(
     if env.err.is_terminal:
         parts = ", ".join(f"{layer['name']} {layer['tokens']}" for layer in result["layers"])
         env.err.print(
-            f"[dim]{result['total_tokens']} of {result['budget']} tokens ({parts})[/]",
+            markup("[dim]{} of {} tokens ({})[/]", result["total_tokens"], result["budget"], parts),
             highlight=False,
         )
 

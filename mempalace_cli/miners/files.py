@@ -14,6 +14,7 @@ from pathlib import Path
 import pathspec
 
 from mempalace_cli.miners.paths import is_storable, storable
+from mempalace_cli.miners.secrets import credential_folder_reason
 
 # Folders that hold tools' state, dependencies or build output, never notes.
 SKIP_DIRS = frozenset(
@@ -252,13 +253,17 @@ def _read_gitignore(fd: int) -> pathspec.GitIgnoreSpec | None:
 
 
 def walk(
-    root: Path, exclude: Sequence[str] = (), skip_paths: Sequence[Path] = ()
+    root: Path,
+    exclude: Sequence[str] = (),
+    skip_paths: Sequence[Path] = (),
+    keep_secrets: bool = False,
 ) -> Iterator[Candidate | Skipped]:
     """Yield every file under `root` as a Candidate, or as Skipped with the reason.
 
     Ignored folders and files (gitignore, excludes, tool folders, temp files) are silently
-    pruned: they were never the user's content. Files we looked at and refused are reported.
-    The walk keeps its own stack (no recursion: any depth works) and visits each folder once:
+    pruned: they were never the user's content. Files we looked at and refused are reported,
+    and so are folders of credentials (miners/secrets.py), unless `keep_secrets`. The walk
+    keeps its own stack (no recursion: any depth works) and visits each folder once:
     symlinked folders are never entered, so a symlink loop can't trap it. Each folder is
     opened relative to its parent's descriptor, so the kernel never re-resolves a long path:
     a 1,500-deep chain costs 1,500 opens, not 1,500 x 1,500 path lookups.
@@ -286,6 +291,13 @@ def walk(
                 continue
             try:
                 names = {e.name for e in entries}
+                # A keyring, a password store or browser profiles: reported once, not entered.
+                why = None
+                if here != root and not keep_secrets:
+                    why = credential_folder_reason(here, names)
+                if why:
+                    yield Skipped(storable(str(here)[root_prefix:]) + "/", why)
+                    continue
                 rules.preload(here, _read_gitignore(fd) if ".gitignore" in names else None)
                 subdirs: list[tuple[Path, int | None]] = []
                 for entry in entries:

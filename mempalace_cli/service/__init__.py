@@ -55,8 +55,9 @@ class Palace(
         before: str | None = None,
         limit: int = 20,
         offset: int = 0,
+        source: str | None = None,
     ) -> dict[str, Any]:
-        return self.curation.list_drawers(wing, room, since, before, limit, offset)
+        return self.curation.list_drawers(wing, room, since, before, limit, offset, source)
 
     def update_drawer(
         self,

@@ -39,6 +39,7 @@ from mempalace_cli.service.mine_common import (
     rel_source,
     resolve_dir,
 )
+from mempalace_cli.service.names import name_to_file
 
 # The miners (the chat parsers above all) are imported where exports are mined, not here:
 # `import mempalace_cli.service` (every command, search included) then loads none of them.
@@ -76,13 +77,18 @@ class ConvoMiningOps(PalaceCore):
         dry_run: bool = False,
         limit: int | None = None,
         progress: ProgressFn | None = None,
+        keep_secrets: bool = False,
     ) -> dict[str, Any]:
         """Mine the chat exports under `directory` (any mix of the six formats) into `wing`
-        (default: the folder's name). Returns the same report as project mining."""
+        (default: the folder's name). Returns the same report as project mining. Secrets in
+        the exchanges are redacted and credential files skipped, unless `keep_secrets`."""
+        from mempalace_cli.miners.secrets import policy_changed, remember_policy
+
         started = time.perf_counter()
         root = resolve_dir(directory)
-        wing_name = normalize_name(wing or root.name)
+        wing_name = name_to_file(wing, "wing") if wing else normalize_name(root.name)
         report = MineReport(source_key(root), wing_name, MODE, dry_run)
+        report.keep_secrets = keep_secrets
         if not dry_run:
             report.palace_created = self.create()
             self.sync()
@@ -90,6 +96,7 @@ class ConvoMiningOps(PalaceCore):
         known = self.catalog.files_under(source_key(root)) if has_catalog else {}
         existing = self.catalog.all_ids() if has_catalog else set()
         notify = progress or (lambda event, data: None)
+        report.rescreen = policy_changed(self.catalog, source_key(root), keep_secrets, known)
 
         pending, seen = self._scan_exports(
             root, wing_name, agent or DEFAULT_AGENT, known, existing, limit, report, notify
@@ -109,6 +116,8 @@ class ConvoMiningOps(PalaceCore):
         else:
             self._file_exports(pending, root, wing_name, agent or DEFAULT_AGENT, report, notify)
             self._retire(pending, removed, known, root, report)
+            if not report.limited:
+                remember_policy(self.catalog, source_key(root), keep_secrets)
         report.elapsed_seconds = time.perf_counter() - started
         return report.to_dict()
 
@@ -127,12 +136,14 @@ class ConvoMiningOps(PalaceCore):
         from mempalace_cli.miners.convos import SLACK_INDEX, ParseError, detect
         from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
         from mempalace_cli.miners.project import DEFAULT_EXCLUDE
+        from mempalace_cli.miners.secrets import credential_reason
 
         pending: list[PendingExport] = []
         seen: set[str] = set()
         planned: set[str] = set()  # new ids already claimed by an earlier file of this run
         held = 0
-        for item in walk(root, DEFAULT_EXCLUDE, [self.path]):
+        keep = report.keep_secrets
+        for item in walk(root, DEFAULT_EXCLUDE, [self.path], keep_secrets=keep):
             if isinstance(item, Skipped):
                 report.files_skipped.append({"file": item.rel, "reason": item.reason})
                 continue
@@ -140,6 +151,10 @@ class ConvoMiningOps(PalaceCore):
                 break
             assert isinstance(item, Candidate)
             src = source_key(item.path)
+            why = None if keep else credential_reason(item.path)
+            if why:  # a credential file (by name): never read; drawers it had go
+                report.files_skipped.append({"file": item.rel, "reason": why})
+                continue
             seen.add(src)
             try:
                 st = item.path.stat()
@@ -148,7 +163,8 @@ class ConvoMiningOps(PalaceCore):
                 continue
             rec = known.get(src)
             same_place = rec is not None and rec.wing == wing and rec.ingest_mode == MODE
-            if same_place and rec.size == st.st_size and rec.mtime == st.st_mtime:
+            fresh = report.rescreen  # filed under other secrets rules: read again
+            if same_place and not fresh and (rec.size, rec.mtime) == (st.st_size, st.st_mtime):
                 report.files_unchanged += 1
                 continue
             try:
@@ -168,7 +184,7 @@ class ConvoMiningOps(PalaceCore):
                 report.files_skipped.append({"file": item.rel, "reason": found.reason})
                 seen.discard(src)  # mined before and no longer an export: its drawers go
                 continue
-            if same_place and rec.content_hash == digest:
+            if same_place and not fresh and rec.content_hash == digest:
                 report.files_unchanged += 1
                 if not report.dry_run:
                     with self.lock.hold(), self.catalog.transaction() as conn:
@@ -183,7 +199,10 @@ class ConvoMiningOps(PalaceCore):
                 problems: list[Problem] = []
                 size = 0
                 context = _RowContext(wing, agent, src, source_key(root), digest, st.st_mtime)
-                for row, legacy in self._rows(item.path, found.format, context, problems):
+                report.secrets.pop(item.rel, None)
+                screen = None if keep else (item.rel, report)
+                rows_of = self._rows(item.path, found.format, context, problems, screen)
+                for row, legacy in rows_of:
                     if legacy in existing and self._filed_as_legacy(legacy, row):
                         row = replace(row, id=legacy)  # filed before ids covered wing and room
                     if row.id in in_file:
@@ -232,14 +251,24 @@ class ConvoMiningOps(PalaceCore):
         return pending, seen
 
     def _rows(
-        self, path: Path, fmt: str, context: _RowContext, problems: list[Problem]
+        self,
+        path: Path,
+        fmt: str,
+        context: _RowContext,
+        problems: list[Problem],
+        screen: tuple[str, Any] | None = None,
     ) -> Iterator[tuple[DrawerRow, str]]:
+        """The drawers of one export. `screen`: (the file as reported, a report to note
+        them in): secrets are redacted before the drawer ids are taken from the words."""
         from mempalace_cli.miners.convos import Problem, plan_drawers, read_exchanges
+        from mempalace_cli.miners.secrets import redact_exchange
 
         def exchanges() -> Iterator[Exchange]:
             for item in read_exchanges(path, fmt):
                 if isinstance(item, Problem):
                     problems.append(item)
+                elif screen is not None:
+                    yield redact_exchange(item, *screen)
                 else:
                     yield item
 
@@ -300,7 +329,7 @@ class ConvoMiningOps(PalaceCore):
             done.clear()
 
         for p in pending:
-            for row in self._new_rows(p, root, wing, agent):
+            for row in self._new_rows(p, root, wing, agent, report.keep_secrets):
                 rows.append(row)
                 if len(rows) >= EMBED_GROUP:
                     flush()
@@ -309,7 +338,9 @@ class ConvoMiningOps(PalaceCore):
         if rows or done:
             flush()
 
-    def _new_rows(self, p: PendingExport, root: Path, wing: str, agent: str) -> Iterator[DrawerRow]:
+    def _new_rows(
+        self, p: PendingExport, root: Path, wing: str, agent: str, keep_secrets: bool = False
+    ) -> Iterator[DrawerRow]:
         if p.rows is not None:
             yield from p.rows
             return
@@ -320,7 +351,9 @@ class ConvoMiningOps(PalaceCore):
         )
         emitted: set[str] = set()
         try:
-            for row, _ in self._rows(p.path, p.fmt, context, []):
+            # Redacted as in pass one (the same ids); already noted in the report there.
+            screen = None if keep_secrets else (p.rel, _Unreported())
+            for row, _ in self._rows(p.path, p.fmt, context, [], screen):
                 if row.id in p.new_ids and row.id not in emitted:
                     emitted.add(row.id)
                     yield row
@@ -431,6 +464,15 @@ class ConvoMiningOps(PalaceCore):
             self._file_drawers(rows, embeddings)
 
 
+class _Unreported:
+    """A report whose secrets nobody reads (pass two redacts again what pass one noted)."""
+
+    keep_secrets = False
+
+    def __init__(self) -> None:
+        self.secrets: dict[str, list[dict[str, Any]]] = {}
+
+
 @dataclass(frozen=True)
 class _RowContext:
     wing: str
@@ -439,6 +481,16 @@ class _RowContext:
     source_root: str
     content_hash: str
     mtime: float
+
+    def file_date(self) -> dict[str, str]:
+        from mempalace_cli.miners.dates import file_date
+
+        name = self.source_file
+        if name.startswith(self.source_root.rstrip("/") + "/"):
+            name = name[len(self.source_root.rstrip("/")) + 1 :]  # dated folders inside the root
+        else:
+            name = name.rsplit("/", 1)[-1]
+        return file_date(name, self.mtime)
 
     def legacy_id(self, drawer: ConvoDrawer) -> str:
         return legacy_drawer_id(self.wing, drawer.room, drawer.key)
@@ -451,6 +503,8 @@ class _RowContext:
             source_hash=self.content_hash,
             source_mtime=self.mtime,
         )
+        if "date" not in meta:  # no time in the export: its file's (miners/dates.py)
+            meta.update(self.file_date())
         return DrawerRow(
             id=convo_drawer_id(self.wing, drawer.room, drawer.key),
             wing=self.wing,

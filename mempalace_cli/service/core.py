@@ -8,9 +8,10 @@ import os
 import signal
 from collections.abc import Sequence
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
-from mempalace_cli.catalog import Catalog, DrawerRow, FileRecord
+from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow, FileRecord
 from mempalace_cli.chroma_server import ServerOptions
 from mempalace_cli.config import COLLECTION_NAME, Settings, resolve_settings
 from mempalace_cli.consistency import (
@@ -24,6 +25,7 @@ from mempalace_cli.drawer_rules import prepare_rows
 from mempalace_cli.embedder import MODEL_NAME, Embedder, get_embedder
 from mempalace_cli.errors import IncompatiblePalaceError, NoPalaceError
 from mempalace_cli.locking import PalaceLock
+from mempalace_cli.palace_owner import index_dir
 from mempalace_cli.server_mirror import TeamLog
 from mempalace_cli.service.models import (
     COLLECTION_META,
@@ -78,12 +80,19 @@ class PalaceCore:
         return TeamLog(self)
 
     @cached_property
+    def index_dir(self) -> Path:
+        """Where our own files for this palace live (catalogue, vector index, write lock): its
+        folder, or a folder in the cache when another tool (MemPalace) owns the palace folder,
+        so that using its palace never writes into it (see palace_owner.py)."""
+        return index_dir(self.path, self.settings.home, bool(self.settings.chroma_url))
+
+    @cached_property
     def catalog(self) -> Catalog:
-        return Catalog(self.path)
+        return Catalog(self.index_dir)
 
     @cached_property
     def lock(self) -> PalaceLock:
-        return PalaceLock(self.path, self.settings.lock_timeout, on_acquire=self.refresh)
+        return PalaceLock(self.index_dir, self.settings.lock_timeout, on_acquire=self.refresh)
 
     @cached_property
     def consistency(self) -> Consistency:
@@ -231,9 +240,21 @@ class PalaceCore:
             self.store.mark_fresh(generation)
 
     # -- keeping the catalogue in step with the store (consistency.py owns the rules) -------
+    # The other palace object of this process that writes (the MCP server's write lane), if
+    # any: while it writes from a catalogue in step, reads here need not wait for its lock.
+    sibling_writer: PalaceCore | None = None
+
+    def _sibling_writing(self) -> bool:
+        other = self.sibling_writer
+        consistency = None if other is None else other.__dict__.get("consistency")
+        return consistency is not None and consistency.writing_from_step()
+
     def catalog_trusted(self) -> bool:
-        """The catalogue provably mirrors the embedded store (no chromadb import)."""
-        return self.consistency.trusted()
+        """The catalogue provably mirrors the embedded store (no chromadb import), or is a
+        true copy of it as it was before a write this process is making."""
+        return self.consistency.trusted() or (
+            self._sibling_writing() and self.catalog.get_meta(VECTORS_META) == "1"
+        )
 
     def needs_repair(self) -> bool:
         return self.consistency.needs_repair()
@@ -242,6 +263,8 @@ class PalaceCore:
         """Repair the catalogue from Chroma if it is out of step (see consistency.py); with
         `restamp` (a search) also backfill vectors into an old catalogue. Returns how many
         drawers the repair changed (0 when already in step)."""
+        if self._sibling_writing() and not restamp:
+            return 0  # the catalogue as committed is true; the write ends in step
         self.refresh()
         repair = self.consistency.sync(backfill=restamp)
         if repair is None:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.catalog import DrawerRow
+from mempalace_cli.dates import resolve_range
 from mempalace_cli.errors import InvalidInputError, NotFoundError
-from mempalace_cli.filters import DrawerFilter
-from mempalace_cli.kg import parse_date
+from mempalace_cli.filters import DrawerFilter, drawer_date
 from mempalace_cli.service.core import now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
 
@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 MAX_IDS = 1000  # drawers fetched or forgotten by id in one call
 MAX_PAGE = 100  # drawers listed per page
 PREVIEW_CHARS = 200
-ID_HINT = "Drawer ids come from search results or list_drawers (drawer_id)."
+ID_HINT = (
+    "Drawer ids come from search results or the drawer list (`mempalace drawers`, or the "
+    "list_drawers tool): drawer_id."
+)
 
 
 def drawer_view(row: DrawerRow) -> dict[str, Any]:
@@ -94,18 +97,20 @@ class DrawerCuration:
         before: str | None = None,
         limit: int = 20,
         offset: int = 0,
+        source: str | None = None,
     ) -> dict[str, Any]:
         """Drawers in a wing/room (or the whole palace), newest first, a page at a time, each
-        with a preview of its text. Dates as in search: `since` inclusive, `before` exclusive."""
+        with a preview of its text. Dates as in search: `since` inclusive, `before` exclusive;
+        `source` as in search (a file, a path ending, or a folder)."""
         limit, offset = _page(limit, offset)
-        since_n, before_n = parse_date(since, "since"), parse_date(before, "before")
+        since_n, before_n = resolve_range(since, before)  # relative dates too (dates.py)
         p = self.drawers
         p.require()
         p.sync()
         places = p.known_places()
-        wing_r = name_to_read(wing, places)
-        room_r = name_to_read(room, {r for v in places.values() for r in v})
-        filt = DrawerFilter(wing_r, room_r, since_n, before_n)
+        wing_r = name_to_read(wing, places, "wing")
+        room_r = name_to_read(room, {r for v in places.values() for r in v}, "room")
+        filt = DrawerFilter(wing_r, room_r, since_n, before_n, source_file=source or None)
         total = p.catalog.count(filt=filt)
         rows = p.catalog.iter_drawers(
             filt=filt, order="filed_at DESC, rowid DESC", limit=limit, offset=offset
@@ -117,6 +122,7 @@ class DrawerCuration:
                 "room": r.room,
                 "source_file": r.source_file,
                 "filed_at": r.filed_at,
+                "date": drawer_date(r.metadata, r.filed_at),
                 "preview": r.text[:PREVIEW_CHARS],
                 "chars": len(r.text),
             }
@@ -154,54 +160,64 @@ class DrawerCuration:
                 "Nothing to change: pass content, wing or room.",
                 hint="content replaces the text; wing and room move the drawer.",
             )
+        secrets = {"secrets_redacted": 0}
         if content is not None:
             _check_content(content)
+            from mempalace_cli.miners.secrets import redact_for_drawer
+
+            content, _, secrets = redact_for_drawer(content)  # secrets never enter the palace
         new_wing = name_to_file(wing, "wing") if wing is not None else None
         new_room = name_to_file(room, "room") if room is not None else None
         p = self.drawers
         p.require()
         p.sync()
         row = self._row(drawer_id)
-        text = content if content is not None else row.text
-        text_changed = text != row.text
-        if text_changed:
-            vec = p.embedder.embed([text])
-            matches, _similar = p.near_duplicates(vec[0], text, exclude=row.id)
+        # New text is embedded and checked for duplicates before the lock (the model is slow);
+        # the row itself is read again under the lock, below.
+        vec: Any = None
+        if content is not None and content != row.text:
+            vec = p.embedder.embed([content])
+            matches, _similar = p.near_duplicates(vec[0], content, exclude=row.id)
             if matches:
                 return {
                     "success": False,
                     "reason": "duplicate",
                     "drawer_id": row.id,
                     "matches": matches,
-                }
-        meta = dict(row.metadata)
-        if text_changed:
-            meta["content_hash"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        meta["updated_at"] = now_iso()
-        updated = DrawerRow(
-            row.id,
-            new_wing or row.wing,
-            new_room or row.room,
-            row.source_file,
-            row.chunk_index,
-            row.filed_at,
-            text,
-            meta,
-        )
+                } | secrets
         with p.lock.hold():
-            self._row(drawer_id)  # still there, now that we hold the lock
+            # Read and write under one lock: what another process moved or edited since the
+            # read above is the row changed here, never overwritten with the older copy.
+            current = self._row(drawer_id)
+            text = content if content is not None else current.text
+            text_changed = text != current.text
+            if text_changed and vec is None:  # the text changed elsewhere meanwhile
+                vec = p.embedder.embed([text])
             if not text_changed:
-                got = p.store.get([row.id], include=["embeddings"])
-                vec = got["embeddings"]
+                vec = p.store.get([current.id], include=["embeddings"])["embeddings"]
+            meta = dict(current.metadata)
+            if text_changed:
+                meta["content_hash"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            meta["updated_at"] = now_iso()
+            updated = DrawerRow(
+                current.id,
+                new_wing or current.wing,
+                new_room or current.room,
+                current.source_file,
+                current.chunk_index,
+                current.filed_at,
+                text,
+                meta,
+            )
             p._file_drawers([updated], vec)
         return {
             "success": True,
-            "drawer_id": row.id,
+            "drawer_id": current.id,
             "wing": updated.wing,
             "room": updated.room,
             "content_changed": text_changed,
-            "moved": (updated.wing, updated.room) != (row.wing, row.room),
-        }
+            "moved": (updated.wing, updated.room) != (current.wing, current.room),
+        } | secrets
 
     def forget(
         self,
@@ -297,8 +313,8 @@ class DrawerCuration:
         for value, field in ((wing, "wing"), (room, "room")):
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInputError(f"The {field} is empty.", hint=f"Name the {field}.")
-        wing_r = name_to_read(wing, places)
-        room_r = name_to_read(room, {r for v in places.values() for r in v})
+        wing_r = name_to_read(wing, places, "wing")
+        room_r = name_to_read(room, {r for v in places.values() for r in v}, "room")
         rows = list(self.drawers.catalog.iter_drawers(filt=DrawerFilter(wing_r, room_r)))
         if not rows:
             raise NotFoundError(

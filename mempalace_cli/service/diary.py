@@ -50,6 +50,9 @@ class Diary:
         new drawer, even with text written before."""
         wing = diary_wing(agent, wing)
         _check_content(content)
+        from mempalace_cli.miners.secrets import redact_for_drawer
+
+        content, _, secrets = redact_for_drawer(content)  # secrets never enter the palace
         topic = (topic or "").strip() or DEFAULT_TOPIC
         stamp = datetime.now(UTC)
         timestamp = stamp.isoformat(timespec="seconds")
@@ -61,7 +64,8 @@ class Diary:
             "topic": topic,
             "type": "diary_entry",
             "hall": "hall_diary",
-            "date": stamp.date().isoformat(),
+            "date": time.strftime("%Y-%m-%d", time.localtime(stamp.timestamp())),  # user's day
+            "date_source": "diary",  # what search --since/--before compare (filters.py)
             "added_by": agent.strip(),
             "ingest_mode": "diary",
             "content_hash": hashlib.sha256(content.encode("utf-8")).hexdigest(),
@@ -79,7 +83,7 @@ class Diary:
             "wing": wing,
             "timestamp": timestamp,
             "topic": topic,
-        }
+        } | secrets
 
     def diary_read(self, agent: str, last: int = 10, wing: str | None = None) -> dict[str, Any]:
         """The agent's `last` entries, newest first, and how many there are in all. With
@@ -88,9 +92,9 @@ class Diary:
         if isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= MAX_READ:
             raise InvalidInputError(f"last must be 1 to {MAX_READ}, not {last!r}.")
         catalog = read_catalog(self.drawers)
-        if wing is not None and wing.strip():
+        if wing is not None:
             known = {w for w, _r, _n in catalog.counts_by_wing_room()}
-            wing = name_to_read(wing, known) or diary_wing(agent)
+            wing = name_to_read(wing, known, "wing") or diary_wing(agent)
             only_agent: str | None = agent.strip()
         else:
             wing, only_agent = diary_wing(agent), None

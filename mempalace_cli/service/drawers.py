@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from dataclasses import dataclass
 from typing import Any
 
-from mempalace_cli import crosslingual, fusion
+from mempalace_cli import crosslingual, fusion, search_rules
 from mempalace_cli.catalog import DrawerRow, translated_share
 from mempalace_cli.cjk import has_cjk
+from mempalace_cli.dates import Period, find_period, resolve_range
 from mempalace_cli.drawer_ids import candidate_ids, filed_under
 from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
 from mempalace_cli.errors import InvalidInputError, NotFoundError
-from mempalace_cli.filters import DrawerFilter
-from mempalace_cli.kg import parse_date
+from mempalace_cli.filters import DrawerFilter, dateless_counts_sql, dateless_hint, drawer_date
+from mempalace_cli.miners.dates import filed_date
 from mempalace_cli.sameness import says_the_same
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
@@ -99,7 +101,7 @@ class DrawerOps(PalaceCore):
         status = self.status()
         taxonomy = status["taxonomy"]
         asked = wing
-        wing = name_to_read(wing, taxonomy)
+        wing = name_to_read(wing, taxonomy, "wing")
         if wing is None:
             return {"wing": None, "rooms": status["rooms"]}
         result: dict[str, Any] = {"wing": wing, "rooms": taxonomy.get(wing, {})}
@@ -129,6 +131,8 @@ class DrawerOps(PalaceCore):
         before: str | None = None,
         source_file: str | None = None,
         max_distance: float | None = None,
+        now: str | None = None,
+        time_in_query: bool = True,
     ) -> dict[str, Any]:
         """Rank drawers for `query`. `hybrid` fuses BM25 and vector scores by each side's
         confidence (mempalace_cli/fusion.py);
@@ -136,10 +140,14 @@ class DrawerOps(PalaceCore):
         ranking.
 
         Filters: `wing`/`room` (names as filed, or as they normalise), `since` (dated on or
-        after) and `before` (dated strictly before; a drawer's date is its source's date when
-        known, else when it was filed), `source_file` (exact, a path ending or a folder) and
-        `max_distance` (drop hits whose cosine distance to the query is larger). A filtered
-        search that finds nothing carries `hint`, naming the closest wings or rooms."""
+        after) and `before` (dated strictly before): a drawer's date is the date of what it
+        records (filters.py); ISO dates or relative ones (`last month`, 上个月: dates.py)
+        read at `now` (clock.py; default the clock); `source_file` (exact, a path ending or a
+        folder) and `max_distance` (drop hits whose cosine distance to the query is larger). A
+        filtered search that finds nothing carries `hint`, naming the closest wings or rooms.
+
+        Without since/before, a query that names a time (`time_in_query`: "last month",
+        上个月) ranks the candidates dated then first, and says so in `time`."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("The search query is empty.", hint="Say what to look for.")
         if len(query) > MAX_QUERY_CHARS:
@@ -168,7 +176,12 @@ class DrawerOps(PalaceCore):
                     "max_distance needs the vector side, which lexical mode skips.",
                     hint="Use mode hybrid or vector, or drop max_distance.",
                 )
-        since_n, before_n = parse_date(since, "since"), parse_date(before, "before")
+        since_n, before_n = resolve_range(since, before, now)  # an empty range is refused
+        # A question that names a time ("last month", 上个月) ranks the drawers dated then
+        # first, when no date filter is given (dates.py; benchmarks/dates_bench.py measured it).
+        period = None
+        if time_in_query and not (since_n or before_n):
+            period = find_period(query, now)
         self.require()
         # Embed the query with the palace's own model (loading it on a cold start) while
         # sync() opens Chroma. The model is resolved here, on this thread.
@@ -195,6 +208,7 @@ class DrawerOps(PalaceCore):
                 source_file,
                 max_distance,
                 translation,
+                period,
             )
         finally:
             # Never leave the thread running into interpreter exit (an early error, say):
@@ -216,6 +230,7 @@ class DrawerOps(PalaceCore):
         source_file: str | None = None,
         max_distance: float | None = None,
         translation: _InBackground | None = None,
+        period: Period | None = None,
     ) -> dict[str, Any]:
         # A catalogue known to mirror the store answers alone: no chromadb import at all.
         from_catalog = self.catalog_trusted()
@@ -230,23 +245,82 @@ class DrawerOps(PalaceCore):
         depth = max(CANDIDATES, limit * 3)
         query_vec = embedding.result() if embedding is not None else None
         all_distances: dict[str, float] = {}
-        query_vec, vector_hits, lexical_hits = self.search_candidates(
+        # After a sync the catalogue mirrors the store; a filter beyond wing/room is answered
+        # from it (Chroma can't compare dates).
+        query_vec, vector_hits = self.vector_candidates(
             query,
             wing,
             room,
             depth,
             mode,
             query_vec,
-            # After a sync the catalogue mirrors the store; a filter beyond wing/room is
-            # answered from it (Chroma can't compare dates).
             catalog_distances=all_distances if from_catalog or filt.beyond_place else None,
             filt=filt if filt.beyond_place else None,
         )
+        # Everything after the vector side reads one snapshot of the catalogue: the keyword
+        # side, fusion and the hits' text. A drawer another process deletes meanwhile is
+        # either wholly there (its text, wing and room) or not a hit at all.
+        with self.catalog.snapshot():
+            vector_hits = self._still_filed(vector_hits)
+            lexical_hits = self.lexical_candidates(
+                query, wing, room, depth, mode, filt=filt if filt.beyond_place else None
+            )
+            plan = _Plan(
+                query,
+                wing,
+                room,
+                asked,
+                limit,
+                mode,
+                filt,
+                filters,
+                max_distance,
+                from_catalog,
+                period,
+            )
+            return self._rank_and_read(
+                plan, query_vec, vector_hits, lexical_hits, all_distances, translation
+            )
+
+    def _still_filed(
+        self, vector_hits: list[tuple[str, float, str, dict[str, Any]]]
+    ) -> list[tuple[str, float, str, dict[str, Any]]]:
+        """The vector hits whose drawer is still in the catalogue (read in the caller's
+        snapshot), or that came from the store with their own text and metadata."""
+        bare = [h[0] for h in vector_hits if not h[2]]
+        filed = self.catalog.present(bare) if bare else set()
+        return [h for h in vector_hits if h[2] or h[0] in filed]
+
+    def _rank_and_read(
+        self,
+        plan: _Plan,
+        query_vec: Any,
+        vector_hits: list[tuple[str, float, str, dict[str, Any]]],
+        lexical_hits: list[tuple[str, float]],
+        all_distances: dict[str, float],
+        translation: _InBackground | None,
+    ) -> dict[str, Any]:
+        """Fuse both sides' candidates and read the hits (inside the search's snapshot)."""
+        query, wing, room, asked, limit, mode = (
+            plan.query,
+            plan.wing,
+            plan.room,
+            plan.asked,
+            plan.limit,
+            plan.mode,
+        )
+        filt, filters, max_distance, from_catalog = (
+            plan.filt,
+            plan.filters,
+            plan.max_distance,
+            plan.from_catalog,
+        )
         # The dictionary bridge scores the candidates' texts only (the same cost at a million
         # drawers as at ten): it re-ranks what the two sides found, it doesn't search.
-        texts, translated_hits = None, {}
+        # The candidates' texts, read once: the bridge, the fusion and the ranking rules use them.
+        texts, diaries = search_rules.read_candidates(self.catalog, vector_hits, lexical_hits)
+        translated_hits = {}
         if translation is not None:
-            texts = self.candidate_texts(vector_hits, lexical_hits)
             translated_hits = translated_share(translation.result(), texts)
         # One side alone keeps that side's own order (similarity, or BM25): the fusion's
         # script rules are for weighing two sides against each other.
@@ -255,6 +329,22 @@ class DrawerOps(PalaceCore):
             query, vector_hits, lexical_hits, single, translated_hits, texts
         )
         ranked = fusion.order(scores, [(h[0], 1.0 - h[1]) for h in vector_hits], lexical_hits)
+        dated: set[str] = set()
+        if plan.period is not None:
+            ranked, dated = self._dated_first(ranked, plan.period)
+        # Own script before bridge-only hits, sources before diaries, copies folded.
+        arranged = search_rules.arrange(
+            ranked,
+            texts,
+            query=query,
+            query_script=fusion.script_of(query),
+            similarity={h[0]: 1.0 - h[1] for h in vector_hits},
+            lexical=[i for i, _ in lexical_hits],
+            translated=translated_hits,
+            diaries=diaries,
+            keep=limit if max_distance is None else len(ranked),
+        )
+        ranked = arranged.ranked
         top = ranked[:limit] if max_distance is None else ranked
 
         distances = {h[0]: h[1] for h in vector_hits}
@@ -291,8 +381,10 @@ class DrawerOps(PalaceCore):
                         "source_file": row.source_file,
                     },
                 )
-            else:
+            elif from_store.get(drawer_id, ("", {}))[0]:
                 text, meta = from_store[drawer_id]
+            else:  # gone (read in the snapshot, so never expected): never a hit without text
+                continue
             results.append(
                 {
                     "drawer_id": drawer_id,
@@ -307,6 +399,8 @@ class DrawerOps(PalaceCore):
                     else None,
                     "line_start": meta.get("line_start"),
                     "line_end": meta.get("line_end"),
+                    # The date of what it records (filters.py), as the date filters read it.
+                    "date": drawer_date(meta, row.filed_at if row is not None else None),
                     "matched_by": [
                         side
                         for side, hit in (
@@ -324,6 +418,7 @@ class DrawerOps(PalaceCore):
                     "metadata": meta,
                 }
             )
+        search_rules.mark_copies(results, arranged.copies)
         found: dict[str, Any] = {
             "query": query,
             "filters": filters,
@@ -340,15 +435,51 @@ class DrawerOps(PalaceCore):
                 filt.beyond_place or max_distance is not None,
                 asked,
             )
+        if plan.period is not None:
+            found["time"] = {
+                "named": plan.period.text,
+                "since": plan.period.since,
+                "before": plan.period.before,
+                "ranked_first": sum(1 for r in results if r["drawer_id"] in dated),
+            }
+        if filt.by_date:
+            self._say_dateless(found, filt)
         return found
+
+    def _dated_first(self, ranked: list[str], period: Period) -> tuple[list[str], set[str]]:
+        """`ranked` with the drawers dated in `period` first, each part in its own order
+        (the date test is the filters' own, filters.py)."""
+        where, params = DrawerFilter(since=period.since, before=period.before).sql()
+        dated: set[str] = set()
+        for start in range(0, len(ranked), 500):
+            part = ranked[start : start + 500]
+            marks = ",".join("?" * len(part))
+            dated.update(
+                r[0]
+                for r in self.catalog.conn.execute(
+                    f"SELECT id FROM drawers WHERE id IN ({marks}) AND {where}", [*part, *params]
+                )
+            )
+        return [i for i in ranked if i in dated] + [i for i in ranked if i not in dated], dated
+
+    def _say_dateless(self, found: dict[str, Any], filt: DrawerFilter) -> None:
+        """A date filter can't place drawers without a date: say how many it left out (and
+        how many carry only an older version's file-time date), in `hint`."""
+        sql, params = dateless_counts_sql(filt)
+        undated, older = self.catalog.conn.execute(sql, params).fetchone()
+        said = dateless_hint(undated, older)
+        if undated:
+            found["undated_left_out"] = undated
+        if said:
+            found["hint"] = f"{found['hint']} {said}" if found.get("hint") else said
 
     def _read_names(self, wing: str | None, room: str | None) -> tuple[str | None, str | None]:
         """Wing and room filters under the one name rule (see service/names.py)."""
-        if not (wing and wing.strip()) and not (room and room.strip()):
+        if wing is None and room is None:
             return None, None
         places = self.known_places()
         rooms = {r for v in places.values() for r in v}
-        return name_to_read(wing, places), name_to_read(room, rooms)
+        return name_to_read(wing, places, "wing"), name_to_read(room, rooms, "room")
 
     def fuse_candidates(
         self,
@@ -418,6 +549,26 @@ class DrawerOps(PalaceCore):
         With `catalog_distances` (a dict to fill: every filtered drawer's distance), the vector
         side is an exact cosine ranking over the catalogue's vectors instead of a Chroma query;
         the caller has checked that the catalogue is in step (`catalog_trusted`)."""
+        query_vec, vector_hits = self.vector_candidates(
+            query, wing, room, depth, mode, query_vec, catalog_distances, filt
+        )
+        lexical_hits = self.lexical_candidates(query, wing, room, depth, mode, filt)
+        return query_vec, vector_hits, lexical_hits
+
+    def vector_candidates(
+        self,
+        query: str,
+        wing: str | None,
+        room: str | None,
+        depth: int,
+        mode: str = "hybrid",
+        query_vec: Any = None,
+        catalog_distances: dict[str, float] | None = None,
+        filt: DrawerFilter | None = None,
+    ) -> tuple[Any, list[tuple[str, float, str, dict[str, Any]]]]:
+        """The vector side of `search_candidates`: (query vector, hits), none in lexical mode.
+        A hit from the catalogue or its vector index carries no text ("", {}); one from Chroma
+        carries the drawer's document and metadata."""
         if query_vec is None and mode != "lexical":
             query_vec = self._embed_query(query)
         hits: list[tuple[str, float, str, dict[str, Any]]] | None = None
@@ -434,13 +585,22 @@ class DrawerOps(PalaceCore):
                     query_vec, max(depth, len(allowed)), where_filter(wing, room)
                 )
                 hits = [h for h in wide if h[0] in allowed][:depth]
-        vector_hits = hits or []
-        lexical_hits = (
-            self.catalog.lexical_search(query, depth, wing, room, filt=filt)
-            if mode != "vector"
-            else []
-        )
-        return query_vec, vector_hits, lexical_hits
+        return query_vec, hits or []
+
+    def lexical_candidates(
+        self,
+        query: str,
+        wing: str | None,
+        room: str | None,
+        depth: int,
+        mode: str = "hybrid",
+        filt: DrawerFilter | None = None,
+    ) -> list[tuple[str, float]]:
+        """The keyword side of `search_candidates` (BM25 over the catalogue); none in vector
+        mode."""
+        if mode == "vector":
+            return []
+        return self.catalog.lexical_search(query, depth, wing, room, filt=filt)
 
     def _catalog_vector_hits(
         self,
@@ -480,7 +640,7 @@ class DrawerOps(PalaceCore):
         """The palace's vector index, bound to the current catalogue connection."""
         index = getattr(self, "_vector_index", None)
         if index is None or index.conn is not self.catalog.conn:
-            index = self._vector_index = VectorIndex(self.path, self.catalog.conn)
+            index = self._vector_index = VectorIndex(self.index_dir, self.catalog.conn)
             if self._stay_warm:
                 index.keep_codes()
         return index
@@ -599,7 +759,10 @@ class DrawerOps(PalaceCore):
         sameness.py); a close drawer with other words is returned as `similar`."""
         _check_content(content)
         wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
-        content = clean_text(content)
+        # Secrets never enter the palace (miners/secrets.py): redacted, and counted.
+        from mempalace_cli.miners.secrets import redact_for_drawer
+
+        content, source_file, secrets = redact_for_drawer(clean_text(content), source_file)
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
         drawer_id = hand_filed_id(wing_n, room_n, digest)
         self.create()
@@ -607,24 +770,24 @@ class DrawerOps(PalaceCore):
         stored = self.catalog.get(candidate_ids(wing_n, room_n, digest))
         already = filed_under(stored, wing_n, room_n, digest, content)
         if already:
-            return {"success": True, "drawer_id": already, "already_stored": True}
+            return {"success": True, "drawer_id": already, "already_stored": True} | secrets
         vec = self.embedder.embed([content])
         similar: list[dict[str, Any]] = []
         if check_duplicates:
             matches, similar = self.near_duplicates(vec[0], content)
             if matches:
-                return {"success": False, "reason": "duplicate", "matches": matches}
+                return {"success": False, "reason": "duplicate", "matches": matches} | secrets
         meta: dict[str, Any] = dict(metadata or {})
         meta.update(
             added_by=added_by, content_hash=digest, ingest_mode=meta.get("ingest_mode", "manual")
         )
-        row = DrawerRow(
-            drawer_id, wing_n, room_n, source_file or "", None, now_iso(), content, meta
-        )
+        filed = now_iso()
+        meta.update(filed_date(meta, filed))  # what search --since/--before compare
+        row = DrawerRow(drawer_id, wing_n, room_n, source_file or "", None, filed, content, meta)
         with self.lock.hold():
             self._file_drawers([row], vec)
         done = {"success": True, "drawer_id": drawer_id, "wing": wing_n, "room": room_n}
-        return done | ({"similar": similar} if similar else {})
+        return done | ({"similar": similar} if similar else {}) | secrets
 
     def add_drawers(self, drawers: list[dict[str, Any]], added_by: str = "mcp") -> dict[str, Any]:
         """File many drawers at once: one embedding pass, one lock hold, no duplicate check.
@@ -635,6 +798,9 @@ class DrawerOps(PalaceCore):
         ids: list[str] = []
         digests: dict[str, tuple[str, str, str]] = {}
         stamp = now_iso()
+        from mempalace_cli.miners.secrets import redact_for_drawer
+
+        redacted = 0  # secrets replaced by [REDACTED:kind]
         for n, item in enumerate(drawers):
             wing, room = item.get("wing"), item.get("room")
             try:
@@ -645,7 +811,8 @@ class DrawerOps(PalaceCore):
                 wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
             except InvalidInputError as exc:
                 raise InvalidInputError(f"Drawer {n}: {exc.message}", hint=exc.hint) from exc
-            content = clean_text(text)
+            content, source, secrets = redact_for_drawer(clean_text(text), item.get("source_file"))
+            redacted += secrets["secrets_redacted"]
             digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
             drawer_id = hand_filed_id(wing_n, room_n, digest)
             ids.append(drawer_id)
@@ -656,13 +823,17 @@ class DrawerOps(PalaceCore):
                 content_hash=digest,
                 ingest_mode=meta.get("ingest_mode", "manual"),
             )
+            try:
+                meta.update(filed_date(meta, stamp))  # its own `date`, else its filing
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"Drawer {n}: {exc.message}", hint=exc.hint) from exc
             rows.setdefault(
                 drawer_id,
                 DrawerRow(
                     drawer_id,
                     wing_n,
                     room_n,
-                    item.get("source_file") or "",
+                    source or "",
                     None,
                     stamp,
                     content,
@@ -684,6 +855,7 @@ class DrawerOps(PalaceCore):
             "drawer_ids": ids,
             "added": len(new_rows),
             "already_stored": len(rows) - len(new_rows),
+            "secrets_redacted": redacted,
         }
 
     def delete_drawer(self, drawer_id: str) -> dict[str, Any]:
@@ -697,6 +869,23 @@ class DrawerOps(PalaceCore):
         with self.lock.hold():
             self._remove_drawers([drawer_id])
         return {"success": True, "drawer_id": drawer_id}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One search, as `_search` resolved it (names read, filters built)."""
+
+    query: str
+    wing: str | None
+    room: str | None
+    asked: tuple[str | None, str | None]  # wing and room as given, for hints
+    limit: int
+    mode: str
+    filt: DrawerFilter
+    filters: dict[str, Any]
+    max_distance: float | None
+    from_catalog: bool
+    period: Period | None = None  # a time the query names: drawers dated then rank first
 
 
 class _InBackground:

@@ -9,7 +9,9 @@ facade owns and delegates to.
 from __future__ import annotations
 
 import difflib
+import os
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from mempalace_cli.errors import NoPalaceError
@@ -61,6 +63,12 @@ class Knowledge:
             return kg
         if not self.core.path.is_dir():
             raise NoPalaceError(str(self.core.path), hint=KG_HINT)
+        if not (self.core.path / KG_FILE).exists() and not os.access(self.core.path, os.W_OK):
+            # A palace this user may only read, with no facts yet: an empty graph, in memory
+            # (a write is refused by the palace's write lock before it gets here).
+            empty = KnowledgeGraph(self.core.path)
+            empty.path = Path(":memory:")
+            return empty
         return self.kg
 
     # -- writes -----------------------------------------------------------------------------

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import shlex
 import time
-from datetime import UTC, datetime
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +15,7 @@ from mempalace_cli.catalog import DrawerRow, FileRecord
 from mempalace_cli.config import PROJECT_FILE, write_toml
 from mempalace_cli.drawer_ids import drawer_id
 from mempalace_cli.errors import InvalidInputError
-from mempalace_cli.miners.paths import source_key, storable
+from mempalace_cli.miners.paths import on_disk, source_key, storable
 from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.convos import ConvoMiningOps
 from mempalace_cli.service.core import now_iso
@@ -21,13 +23,18 @@ from mempalace_cli.service.mine_common import (
     DEFAULT_AGENT,
     EMBED_GROUP,
     PER_FILE_ERRORS,
+    ConfirmMovesFn,
     MineReport,
+    MoveDeclined,
     PendingFile,
     ProgressFn,
+    displaced_by,
     per_file_reason,
     rel_source,
     resolve_dir,
+    resolve_target,
 )
+from mempalace_cli.service.names import name_to_file
 
 # The miners are imported where files are mined, not here: `import mempalace_cli.service`
 # (every command, search included) then loads none of them.
@@ -38,6 +45,9 @@ if TYPE_CHECKING:
 
 EMBED_SLICE = 32  # chunks per embedding call: progress moves at least this often
 MINE_MODES = ("projects", "convos")
+# A project mine checks this many of the files it reads for the look of a chat export, and
+# says "mine them with --mode convos" when most of them have it.
+CHAT_SAMPLE = 40
 
 
 def check_mine_args(mode: str, limit: int | None) -> None:
@@ -81,10 +91,10 @@ class MiningOps(ConvoMiningOps):
         if existing is not None and not overwrite:
             config, written = existing, False
             if wing:
-                config.wing = normalize_name(wing)
+                config.wing = name_to_file(wing, "wing")
         else:
             config = ProjectConfig(
-                wing=normalize_name(wing or root.name),
+                wing=name_to_file(wing, "wing") if wing else normalize_name(root.name),
                 rooms=detect_rooms(root),
                 exclude=list(DEFAULT_EXCLUDE),
             )
@@ -115,18 +125,41 @@ class MiningOps(ConvoMiningOps):
         dry_run: bool = False,
         limit: int | None = None,
         progress: ProgressFn | None = None,
+        confirm_moves: ConfirmMovesFn | None = None,
+        keep_secrets: bool = False,
     ) -> dict[str, Any]:
+        """Mine a folder (or one file of it) into the palace. A run that would move drawers out
+        of another wing or mode (the folder was mined with another --wing or --mode before)
+        asks `confirm_moves` first and raises MoveDeclined, writing nothing, when it says no;
+        the report lists them under `displaced` either way."""
         started = time.perf_counter()
         check_mine_args(mode, limit)
+        root, only = resolve_target(directory)
         if mode == "convos":  # chat exports: service/convos.py
-            return self.mine_convos(
-                directory,
+            if only is not None:
+                raise InvalidInputError(
+                    f"--mode convos mines a folder of chat exports, not one file ({only}).",
+                    hint="Pass the folder that holds it: mempalace mine "
+                    f"{shlex.quote(storable(str(root)))} --mode convos",
+                )
+            known = self._known_under(root, None)
+            wing_name = name_to_file(wing, "wing") if wing else normalize_name(root.name)
+            displaced = displaced_by(known, wing_name, mode)
+            self._confirm_moves(root, wing_name, mode, displaced, dry_run, confirm_moves)
+            result = self.mine_convos(
+                root,
                 wing=wing,
                 agent=agent,
                 dry_run=dry_run,
                 limit=limit,
                 progress=progress,
+                keep_secrets=keep_secrets,
             )
+            result["displaced"] = displaced
+            drawers = result["drawers"]
+            drawers["unchanged"] = self._unchanged(root, None, known, drawers, dry_run)
+            return result
+        from mempalace_cli.miners.files import Candidate, walk
         from mempalace_cli.miners.project import (
             DEFAULT_EXCLUDE,
             ProjectConfig,
@@ -134,12 +167,19 @@ class MiningOps(ConvoMiningOps):
         )
         from mempalace_cli.miners.rooms import detect_rooms
 
-        root = resolve_dir(directory)
-        project = load_project_config(root) or ProjectConfig(
-            wing=normalize_name(root.name), rooms=detect_rooms(root), exclude=list(DEFAULT_EXCLUDE)
-        )
-        wing_name = normalize_name(wing) if wing else project.wing
-        report = MineReport(source_key(root), wing_name, mode, dry_run)
+        if only is None:
+            project = load_project_config(root) or ProjectConfig(
+                wing=normalize_name(root.name),
+                rooms=detect_rooms(root),
+                exclude=list(DEFAULT_EXCLUDE),
+            )
+        else:
+            root, project = self._file_project(root, only)
+        wing_name = name_to_file(wing, "wing") if wing else project.wing
+        report = MineReport(source_key(only or root), wing_name, mode, dry_run)
+        known = self._known_under(root, only)
+        report.displaced = displaced_by(known, wing_name, mode)
+        self._confirm_moves(only or root, wing_name, mode, report.displaced, dry_run, confirm_moves)
         if not dry_run:
             report.palace_created = self.create()
             # An emptied or missing store is reported, never "unchanged"; a store another
@@ -147,17 +187,27 @@ class MiningOps(ConvoMiningOps):
             self._check_store_present()
             if not self.consistency.in_step():
                 self.sync()
-        known = self.catalog.files_under(source_key(root)) if self.catalog.exists else {}
+                known = self._known_under(root, only)
         notify = progress or (lambda event, data: None)
 
         rooms_key = f"rooms:{source_key(root)}"
         fingerprint = rooms_fingerprint(project)
         stored = self.catalog.get_meta(rooms_key) if self.catalog.exists else None
         rooms_changed = stored is not None and stored != fingerprint
+        # Secrets: credential files skipped, values redacted, unless --keep-secrets (CLI only).
+        from mempalace_cli.miners.secrets import policy_changed, remember_policy
+
+        report.keep_secrets = keep_secrets
+        report.rescreen = policy_changed(self.catalog, source_key(root), keep_secrets, known)
+        items: Iterable[Any]
+        if only is None:
+            items = walk(root, project.exclude, [self.path], keep_secrets=keep_secrets)
+        else:
+            items = [Candidate(only, storable(only.relative_to(root).as_posix()))]
         pending, seen = self._scan(
-            root, project, wing_name, agent, known, limit, report, rooms_changed, notify
+            root, project, wing_name, agent, known, limit, report, rooms_changed, notify, items
         )
-        report.limited = limit is not None and len(seen) >= limit
+        report.limited = limit is not None and len(seen) >= limit and only is None
         removed = [] if report.limited else [src for src in known if src not in seen]
         # The manifest alone decides what changed; the drawer store (and the second it takes
         # to import chromadb) is opened only when there is something to write or repair.
@@ -167,19 +217,136 @@ class MiningOps(ConvoMiningOps):
 
         if dry_run:
             report.files_mined = [p.rel for p in pending]
-            report.drawers_added = sum(len(p.rows) for p in pending)
             for p in pending:
                 report.plan_file(p.rel, not p.old_ids, p.reason, len(p.rows))
+                self._count_changes(report, [r.id for r in p.rows], self._replaced_ids(p))
             report.plan_removed(root, {s: len(known[s].drawer_ids) for s in removed})
-            report.drawers_removed = sum(report.removed_drawers.values())
+            self._count_changes(report, [], self._removed_ids(removed, known))
         else:
             self._write_pending(pending, root, wing_name, mode, report, notify)
             self._remove_files(root, removed, known, report)
-            if stored != fingerprint and not report.limited:
+            if stored != fingerprint and not report.limited and only is None:
                 with self.catalog.transaction() as conn:
                     self.catalog.set_meta(conn, rooms_key, fingerprint)
+            if not report.limited and only is None:
+                remember_policy(self.catalog, source_key(root), keep_secrets)
+        counts = {
+            "added": report.drawers_added,
+            "replaced": report.drawers_replaced,
+            "removed": report.drawers_removed,
+        }
+        report.drawers_unchanged = self._unchanged(root, only, known, counts, dry_run)
         report.elapsed_seconds = time.perf_counter() - started
         return report.to_dict()
+
+    # -- what a run starts from and how its counts add up -------------------------------------
+    def _known_under(self, root: Path, only: Path | None) -> dict[str, FileRecord]:
+        """The mining record of the folder's files (or of the one file), by source."""
+        if not self.catalog.exists:
+            return {}
+        if only is None:
+            return self.catalog.files_under(source_key(root))
+        rec = self.catalog.get_file(source_key(only))
+        return {rec.source_file: rec} if rec is not None else {}
+
+    def _file_project(self, folder: Path, file: Path) -> tuple[Path, ProjectConfig]:
+        """Where one file is mined from, so that it lands where mining its folder puts it:
+        the nearest folder (its own, or one above) with a mempalace.toml; else the folder it
+        was mined from before; else its own folder (wing: the folder's name)."""
+        from mempalace_cli.miners.project import (
+            DEFAULT_EXCLUDE,
+            ProjectConfig,
+            load_project_config,
+        )
+        from mempalace_cli.miners.rooms import detect_rooms
+
+        for candidate in (folder, *folder.parents):
+            if (candidate / PROJECT_FILE).is_file():
+                config = load_project_config(candidate)
+                if config is not None:
+                    return candidate, config
+        rec = self.catalog.get_file(source_key(file)) if self.catalog.exists else None
+        if rec is not None:
+            before = on_disk(rec.source_root)
+            if file.is_relative_to(before) and before.is_dir():
+                return before, ProjectConfig(
+                    wing=rec.wing, rooms=detect_rooms(before), exclude=list(DEFAULT_EXCLUDE)
+                )
+        return folder, ProjectConfig(
+            wing=normalize_name(folder.name),
+            rooms=detect_rooms(folder),
+            exclude=list(DEFAULT_EXCLUDE),
+        )
+
+    def _confirm_moves(
+        self,
+        target: Path,
+        wing: str,
+        mode: str,
+        displaced: list[dict[str, Any]],
+        dry_run: bool,
+        confirm: ConfirmMovesFn | None,
+    ) -> None:
+        if not displaced or dry_run or confirm is None:
+            return
+        move = {"directory": source_key(target), "wing": wing, "mode": mode}
+        move["displaced"] = displaced
+        if not confirm(move):
+            raise MoveDeclined(move)
+
+    def _existing(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` that the palace holds now."""
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        if not wanted or not self.catalog.exists:
+            return found
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.catalog.conn.execute(f"SELECT id FROM drawers WHERE id IN ({marks})", part)
+            found.update(r[0] for r in rows)
+        return found
+
+    def _ids_from(self, source: str) -> list[str]:
+        return self.catalog.drawer_ids_for_source(source) if self.catalog.exists else []
+
+    def _replaced_ids(self, p: PendingFile) -> list[str]:
+        """The drawers a re-filed file's new drawers take the place of."""
+        return p.old_ids + self._ids_from(p.source)
+
+    def _removed_ids(self, removed: list[str], known: dict[str, FileRecord]) -> list[str]:
+        ids: list[str] = []
+        for src in removed:
+            ids += known[src].drawer_ids + self._ids_from(src)
+        return list(dict.fromkeys(ids))
+
+    def _count_changes(self, report: MineReport, new: list[str], old: list[str]) -> None:
+        """Count `new` drawers as added (a new id) or replaced (an id the palace holds), and
+        the `old` ones they don't keep, that the palace holds, as removed."""
+        new_ids = set(new)
+        stale = {i for i in old if i not in new_ids}
+        present = self._existing([*new_ids, *stale])
+        report.drawers_added += len(new_ids - present)
+        report.drawers_replaced += len(new_ids & present)
+        report.drawers_removed += len(stale & present)
+
+    def _unchanged(
+        self,
+        root: Path,
+        only: Path | None,
+        before: dict[str, FileRecord],
+        counts: dict[str, int],
+        dry_run: bool,
+    ) -> int:
+        """Drawers of the folder (or file) that the run left as they were: of those there
+        before, all but the replaced and removed ones (a dry run); of those there after, all
+        but the added and replaced ones."""
+        if dry_run:
+            records, gone = before, counts["replaced"] + counts["removed"]
+        else:
+            records, gone = self._known_under(root, only), counts["added"] + counts["replaced"]
+        ids = {i for rec in records.values() for i in rec.drawer_ids}
+        return max(0, len(self._existing(ids)) - gone)
 
     # -- steps ------------------------------------------------------------------------------
     def _scan(
@@ -193,14 +360,19 @@ class MiningOps(ConvoMiningOps):
         report: MineReport,
         rooms_changed: bool = False,
         notify: ProgressFn | None = None,
+        items: Iterable[Any] | None = None,
     ) -> tuple[list[PendingFile], set[str]]:
+        """Plan every file of `items` (default: the folder's walk)."""
         from mempalace_cli.miners.files import Candidate, Skipped, walk
 
         pending: list[PendingFile] = []
         seen: set[str] = set()
         skip = [self.path]  # the palace may live inside the mined folder
         notify = notify or (lambda event, data: None)
-        for item in walk(root, project.exclude, skip):
+        chats = _ChatSample()
+        if items is None:
+            items = walk(root, project.exclude, skip, keep_secrets=report.keep_secrets)
+        for item in items:
             if isinstance(item, Skipped):
                 report.files_skipped.append({"file": item.rel, "reason": item.reason})
                 continue
@@ -221,6 +393,12 @@ class MiningOps(ConvoMiningOps):
                 seen.discard(src)
             elif isinstance(planned, PendingFile):
                 pending.append(planned)
+                chats.check(item.path)
+        if chats.most():
+            report.hint = (
+                "These look like chat exports; mine them with --mode convos: mempalace mine "
+                f"{shlex.quote(report.directory)} --mode convos"
+            )
         return pending, seen
 
     def _plan_candidate(
@@ -238,7 +416,9 @@ class MiningOps(ConvoMiningOps):
         unreadable now); False when it was mined before and can't be read as text any more.
         With `rooms_changed` (the rooms in mempalace.toml were edited), an unchanged file whose
         room would now differ is re-filed too."""
-        from mempalace_cli.miners.project import FileText, plan_file, read_text_file
+        from mempalace_cli.miners.dates import chunk_date, note_date, section_dates
+        from mempalace_cli.miners.project import FileText, plan_file
+        from mempalace_cli.miners.secrets import read_screened
 
         src = item.source
         try:
@@ -248,17 +428,25 @@ class MiningOps(ConvoMiningOps):
             return True
         # A file mined in another mode (convos) or into another wing is re-filed.
         same_place = rec is not None and rec.wing == wing and rec.ingest_mode == "projects"
-        if same_place and not rooms_changed and (rec.size, rec.mtime) == (st.st_size, st.st_mtime):
+        # Drawers filed before content dates (miners/dates.py) are filed again to get theirs.
+        redate = same_place and self._dated_by_older_version(rec)
+        if (
+            same_place
+            and not (rooms_changed or report.rescreen or redate)
+            and (rec.size, rec.mtime) == (st.st_size, st.st_mtime)
+        ):
             report.files_unchanged += 1
             return True
         # Read once: the verdict, the hash, the text, size and mtime all come from one read.
-        content = read_text_file(item.path, int(project.max_file_mb * 1_000_000))
+        # Credential files are refused and secrets redacted here (miners/secrets.py).
+        content = read_screened(item.path, item.rel, int(project.max_file_mb * 1e6), report)
         if not isinstance(content, FileText):
             report.files_skipped.append({"file": item.rel, "reason": content})
             return rec is None  # mined before and now unusable: False, its drawers go
         digest = content.digest
         if (
             same_place
+            and not redate
             and rec.content_hash == digest
             and not self._room_moved(rec, item.rel, content.text, project, rooms_changed)
         ):
@@ -268,6 +456,8 @@ class MiningOps(ConvoMiningOps):
                     self.catalog.touch_file(conn, src, content.size, content.mtime)
             return True
         room, chunks = plan_file(item.rel, content.text, project.rooms)
+        dated = note_date(item.rel, content.text, content.mtime)
+        sections = section_dates(content.text)
         filed_at = now_iso()
         rows = [
             DrawerRow(
@@ -284,9 +474,9 @@ class MiningOps(ConvoMiningOps):
                     "source_root": source_key(root),
                     "source_hash": digest,
                     "source_mtime": content.mtime,
-                    # The source's own date (its last change): what search --since/--before
-                    # compare, before the filing date (filters.py).
-                    **_source_date(content.mtime),
+                    # The date of what it records (miners/dates.py): what search
+                    # --since/--before compare (filters.py), shown with each hit.
+                    **chunk_date(dated, sections, c.line_start, c.line_end),
                     "line_start": c.line_start,
                     "line_end": c.line_end,
                     "encoding": content.encoding,
@@ -295,10 +485,24 @@ class MiningOps(ConvoMiningOps):
             for c in chunks
         ]
         old_ids = list(rec.drawer_ids) if rec else []
-        reason = _change_reason(rec, wing, digest)
+        reason = _change_reason(rec, wing, digest, redate)
         return PendingFile(
             item.path, item.rel, content.size, content.mtime, digest, rows, old_ids, reason
         )
+
+    def _dated_by_older_version(self, rec: FileRecord) -> bool:
+        """Whether the file's drawers were filed before drawers said where their date comes
+        from (`date_source`, miners/dates.py): their `date` is the file's time at first
+        mining, which the next mine replaces with the date of what the file records."""
+        if not rec.drawer_ids:
+            return False
+        # One drawer's metadata, looked at as text (no JSON, no drawer text): on every
+        # unchanged file of a re-mine this must cost next to nothing.
+        row = self.catalog.conn.execute(
+            "SELECT instr(metadata, '\"date_source\"') FROM drawers WHERE id = ?",
+            (rec.drawer_ids[0],),
+        ).fetchone()
+        return row is not None and not row[0]
 
     def _room_moved(
         self, rec: FileRecord, rel: str, text: str, project: ProjectConfig, rooms_changed: bool
@@ -346,10 +550,12 @@ class MiningOps(ConvoMiningOps):
         rows = [r for f in group for r in f.rows]
         owners = [f.rel for f in group for _ in f.rows]
         embeddings = self._embed_with_progress([r.text for r in rows], owners, notify)
+        # The last point a stop request (Ctrl-C) is taken before this group is written.
+        notify("write", {"files": len(group), "drawers": len(rows)})
         with self.lock.hold():
             replace: list[str] = []
             for f in group:
-                replace += f.old_ids + self.catalog.drawer_ids_for_source(source_key(f.path))
+                replace += self._replaced_ids(f)
             files = [
                 FileRecord(
                     source_key(f.path),
@@ -363,10 +569,8 @@ class MiningOps(ConvoMiningOps):
                 )
                 for f in group
             ]
-            new_ids = {r.id for r in rows}
+            self._count_changes(report, [r.id for r in rows], replace)
             self._file_drawers(rows, embeddings, replace, files)
-        report.drawers_removed += len({i for i in replace if i not in new_ids})
-        report.drawers_added += len(rows)
         for f in group:
             report.files_mined.append(f.rel)
             notify("file", {"path": f.rel, "drawers": len(f.rows)})
@@ -392,25 +596,49 @@ class MiningOps(ConvoMiningOps):
         if not removed:
             return
         with self.lock.hold():
-            ids: list[str] = []
-            for src in removed:
-                ids += known[src].drawer_ids + self.catalog.drawer_ids_for_source(src)
-            ids = list(dict.fromkeys(ids))
+            ids = self._removed_ids(removed, known)
+            self._count_changes(report, [], ids)
             self._remove_drawers(ids, forget_files=removed)
-        report.drawers_removed += len(ids)
         report.files_removed = [rel_source(root, s) for s in removed]
 
 
-def _source_date(timestamp: float) -> dict[str, str]:
-    """{"date": the file time as UTC ISO}, or nothing for a time no calendar can hold (a
-    hostile or broken mtime): the drawer then dates from its filing."""
+class _ChatSample:
+    """How many of the first CHAT_SAMPLE files a project mine reads look like chat exports."""
+
+    def __init__(self) -> None:
+        self.looked = self.chats = 0
+
+    def check(self, path: Path) -> None:
+        if self.looked >= CHAT_SAMPLE:
+            return
+        self.looked += 1
+        # The file itself was read; a failure here only leaves it out of the count.
+        with contextlib.suppress(*PER_FILE_ERRORS):
+            self.chats += _looks_like_chat(path)
+
+    def most(self) -> bool:
+        return self.chats >= 2 and self.chats * 2 > self.looked
+
+
+def _looks_like_chat(path: Path) -> bool:
+    """A chat export by its content: one of the JSON exports, or a transcript with both a
+    user's and an assistant's speaker lines (a note that merely quotes with ">" is not)."""
+    from mempalace_cli.miners.convos import plain_text
+    from mempalace_cli.miners.convos.detect import HEAD_BYTES, detect
+    from mempalace_cli.miners.convos.model import ParseError
+
     try:
-        return {"date": datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")}
-    except (OverflowError, OSError, ValueError):
-        return {}
+        found = detect(path).format
+    except ParseError:
+        return False
+    if found != plain_text.FORMAT:
+        return found is not None
+    with path.open("rb") as fh:
+        head = fh.read(HEAD_BYTES).decode("utf-8", "replace")
+    return plain_text._mode(head.splitlines()) == "prefix"
 
 
-def _change_reason(rec: FileRecord | None, wing: str, digest: str) -> str:
+def _change_reason(rec: FileRecord | None, wing: str, digest: str, redate: bool = False) -> str:
     """Why a file is filed again, in the words of the mining plan."""
     if rec is None:
         return "new file"
@@ -420,4 +648,6 @@ def _change_reason(rec: FileRecord | None, wing: str, digest: str) -> str:
         return f"was mined as {rec.ingest_mode}"
     if rec.content_hash != digest:
         return "content changed"
+    if redate:
+        return "gets its content date (mined by an older version)"
     return "room changed in mempalace.toml"

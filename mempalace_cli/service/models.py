@@ -73,7 +73,7 @@ def dimension_of(model: str) -> int:
 
 def default_model(settings: Settings) -> str:
     name = settings.raw.get("embedding_model")
-    return check_model_name(str(name)) if name else DEFAULT_MODEL
+    return check_model_name(str(name), "embedding_model") if name else DEFAULT_MODEL
 
 
 def drawer_collections(client: Any) -> list[tuple[str, dict[str, Any]]]:

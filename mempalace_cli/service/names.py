@@ -35,15 +35,36 @@ def name_to_file(value: object, field: str) -> str:
     return normalize_name(value)
 
 
-def name_to_read(value: str | None, known: Iterable[str]) -> str | None:
+def name_to_read(
+    value: str | None, known: Iterable[str], field: str = "wing or room"
+) -> str | None:
     """The stored name a read filter means: as given when the palace has it, else normalised.
-    None or a blank string means "no filter"."""
-    if value is None or not value.strip():
+    None means "no filter". A blank name, or one with no letter or digit (it would normalise to
+    `general` and read that room), is refused as on a write; `field` ("wing", "room") names
+    the filter in the message."""
+    if value is None:
         return None
+    leave_out = (
+        f"leave {_FLAGS.get(field, '--wing/--room')} out (over MCP: omit {field} or pass null) "
+        f"to read every {field}"
+    )
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(
+            f"The {field} to read is empty.",
+            hint=f"Name a {field} from `mempalace status`, or {leave_out}.",
+        )
     names = set(known)
     if value in names:
         return value
+    if not _HAS_WORD.search(value):
+        raise InvalidInputError(
+            f"No {field} can be named {value!r}: a name needs at least one letter or digit.",
+            hint=f"Use a {field} name from `mempalace status`, or {leave_out}.",
+        )
     return normalize_name(value)
+
+
+_FLAGS = {"wing": "--wing", "room": "--room"}
 
 
 def closest(value: str, known: Iterable[str], n: int = 5) -> list[str]:

@@ -12,6 +12,7 @@ from mempalace_cli.errors import InvalidInputError, NotFoundError
 from mempalace_cli.graph import EXPORT_FORMATS, PalaceGraph
 from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.core import PalaceCore
+from mempalace_cli.service.names import name_to_read
 
 MAX_HOPS = 10
 
@@ -43,7 +44,7 @@ class PalaceNavigation:
                 "Name the room to start from.", hint="List rooms with: mempalace traverse --stats"
             )
         graph = self.palace_graph()
-        room = _pick(start_room, graph.rooms)
+        room = _pick(start_room, graph.rooms, "room")
         if room is None:
             suggestions = graph.suggestions(normalize_name(start_room))
             if suggestions:
@@ -80,10 +81,10 @@ class PalaceNavigation:
         graph = self.palace_graph()
         wings = []
         for given in (wing_a, wing_b):
-            if given is None or not given.strip():
+            if given is None:
                 wings.append(None)
                 continue
-            wing = _pick(given, graph.wings)
+            wing = _pick(given, graph.wings, "wing")
             if wing is None:
                 close = difflib.get_close_matches(given, list(graph.wings), n=5, cutoff=0.4)
                 names = close or sorted(graph.wings)[:8]
@@ -111,9 +112,8 @@ class PalaceNavigation:
         return self.palace_graph().export(fmt)
 
 
-def _pick(name: str, known: dict[str, Any]) -> str | None:
-    """The stored name for `name`: as given, or normalised the way rooms and wings are filed."""
-    if name in known:
-        return name
-    normal = normalize_name(name)
-    return normal if normal in known else None
+def _pick(name: str, known: dict[str, Any], field: str) -> str | None:
+    """The stored name for `name` under the one name rule (service/names.py): as given, or
+    normalised the way rooms and wings are filed; None when the palace has no such name."""
+    stored = name_to_read(name, known, field)
+    return stored if stored in known else None

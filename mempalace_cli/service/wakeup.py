@@ -97,7 +97,7 @@ class WakeUp:
             from mempalace_cli.service.names import name_to_read
 
             known = {w for w, _r, _n in self.core.catalog.counts_by_wing_room()}
-            wing = name_to_read(wing, known)
+            wing = name_to_read(wing, known, "wing")
         entries = layers.rank_drawers(self.core.catalog.iter_drawers(wing=wing))
         if entries:
             return entries, None

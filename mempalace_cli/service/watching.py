@@ -100,6 +100,7 @@ class BatchReport:
     drawers_removed: int = 0
     embeddings_reused: int = 0
     full_rescan: bool = False
+    secrets: dict[str, Any] = field(default_factory=dict)  # as `mine` reports them
 
     def to_dict(self, started: float) -> dict[str, Any]:
         return {
@@ -123,6 +124,7 @@ class BatchReport:
             "moved_files": self.moved,
             "removed_files": self.removed,
             "skipped": self.skipped,
+            "secrets": self.secrets,
             "elapsed_ms": round((time.perf_counter() - started) * 1000),
         }
 
@@ -166,6 +168,7 @@ class WatchOps(MiningOps):
         wing: str | None = None,
         agent: str | None = None,
         mode: str = "projects",
+        keep_secrets: bool = False,
     ) -> dict[str, Any]:
         """Bring the palace in step with `paths` (files or folders under `directory` that
         changed: created, modified, deleted, or either end of a move).
@@ -179,7 +182,7 @@ class WatchOps(MiningOps):
         root = Path(directory).resolve()
         paths = [Path(os.path.normpath(os.path.abspath(p))) for p in paths]
         if mode != "projects" or any(p.name in RULE_FILES for p in paths):
-            return self._full_rescan(root, wing, agent, mode, started)
+            return self._full_rescan(root, wing, agent, mode, started, keep_secrets)
         project = self.project_for(root)
         wing_name = normalize_name(wing) if wing else project.wing
         report = BatchReport(source_key(root), wing_name, mode)
@@ -187,9 +190,10 @@ class WatchOps(MiningOps):
         self.sync()
         known = self.catalog.files_under(source_key(root))
         rules = PathRules(root, project.exclude, [self.path])
-        candidates, gone = self._expand(root, paths, rules, project, known)
+        candidates, gone = self._expand(root, paths, rules, project, known, keep_secrets)
 
         scratch = MineReport(source_key(root), wing_name, mode, dry_run=False)
+        scratch.keep_secrets = keep_secrets  # credential files skipped, secrets redacted
         planned: list[_Planned] = []
         for item in candidates:
             try:
@@ -204,6 +208,10 @@ class WatchOps(MiningOps):
             elif isinstance(result, PendingFile):
                 planned.append(_Planned(result))
         report.unchanged, report.skipped = scratch.files_unchanged, scratch.files_skipped
+        from mempalace_cli.miners.secrets import secrets_report
+
+        filed = [p.pending.rel for p in planned]
+        report.secrets = secrets_report(filed, scratch.secrets, report.skipped, keep_secrets)
 
         # Moves: a gone file whose content hash reappears under a new path.
         by_hash = {known[src].content_hash: known[src] for src in sorted(gone) if src in known}
@@ -235,6 +243,7 @@ class WatchOps(MiningOps):
         rules: PathRules,
         project: ProjectConfig,
         known: dict[str, FileRecord],
+        keep_secrets: bool = False,
     ) -> tuple[list[Candidate], set[str]]:
         """The changed paths as files to look at, and known files that are gone."""
         from mempalace_cli.miners.files import Candidate, walk
@@ -263,7 +272,7 @@ class WatchOps(MiningOps):
             )
         if folders:  # a folder appeared or moved in: the same walk as `mine`, kept to it
             prefixes = tuple(source_key(f) + os.sep for f in folders)
-            for item in walk(root, project.exclude, [self.path]):
+            for item in walk(root, project.exclude, [self.path], keep_secrets=keep_secrets):
                 if isinstance(item, Candidate) and item.source.startswith(prefixes):
                     files[item.source] = item
         return list(files.values()), gone
@@ -344,9 +353,15 @@ class WatchOps(MiningOps):
                 report.mined.append(p.pending.rel)
 
     def _full_rescan(
-        self, root: Path, wing: str | None, agent: str | None, mode: str, started: float
+        self,
+        root: Path,
+        wing: str | None,
+        agent: str | None,
+        mode: str,
+        started: float,
+        keep_secrets: bool = False,
     ) -> dict[str, Any]:
-        full = self.mine(root, wing=wing, agent=agent, mode=mode)
+        full = self.mine(root, wing=wing, agent=agent, mode=mode, keep_secrets=keep_secrets)
         report = BatchReport(source_key(root), full["wing"], mode, full_rescan=True)
         report.mined = full["mined_files"]
         report.removed = full["removed_files"]
@@ -354,4 +369,5 @@ class WatchOps(MiningOps):
         report.skipped = full["skipped"]
         report.drawers_added = full["drawers"]["added"]
         report.drawers_removed = full["drawers"]["removed"]
+        report.secrets = full["secrets"]
         return report.to_dict(started)

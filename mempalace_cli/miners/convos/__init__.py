@@ -19,6 +19,7 @@ from mempalace_cli.miners.convos.detect import SLACK_INDEX, Detection, detect
 from mempalace_cli.miners.convos.model import Exchange, ParseError, Problem, Turn
 from mempalace_cli.miners.convos.split import split_exchange
 from mempalace_cli.miners.convos.topics import classify
+from mempalace_cli.miners.dates import chat_date
 
 PARSERS = {
     claude_code.FORMAT: claude_code.parse,
@@ -63,6 +64,8 @@ class ConvoDrawer:
         }
         if ex.timestamp:
             meta["timestamp"] = ex.timestamp
+            # The date of what it records (miners/dates.py): the turn's own time.
+            meta.update(chat_date(ex.timestamp))
         if self.parts > 1:
             meta.update(part=self.part + 1, parts=self.parts)
         return meta

@@ -1,0 +1,333 @@
+"""Choose the hybrid fusion by its worst fold, on cached dev scores (issue 27).
+
+Reads what benchmarks/fusion_data.py cached (LongMemEval dev50, the seven LoCoMo dev
+conversations at session level, dialog level and through `mine --mode convos`) and the
+bilingual dump of benchmarks/bilingual.py, and scores a small set of fusions on exactly the
+same candidates, nothing embedded again:
+
+    python benchmarks/fusion_data.py --model use --out /tmp/fz
+    python benchmarks/bilingual.py --models use --dump /tmp/fz/bil_use.json
+    python benchmarks/fusion_cv.py /tmp/fz --out benchmarks/results/fusion_cv_worst_fold.json
+
+Folds: LoCoMo by conversation (7 folds = its 7 dev conversations, the same conversation
+held out at all three levels), LongMemEval and the bilingual set by question (seeded shuffle into
+7 folds). A fusion's margin on a fold is its metric minus the better single side's on that
+fold; a fusion is chosen by its worst margin over every (benchmark, fold) it is chosen on
+(ties: the higher mean margin, then fewer free parameters). Cross-validation: fold f is
+held out of every benchmark at once, the fusion is chosen on the other six, and scored on f.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from mempalace_cli import fusion as product  # noqa: E402
+
+FOLDS = 7
+# USE's fusion before issue 27: the vector side read against its own spread, keywords x3.
+BEFORE = product.for_model(product.USE).with_(lexical_weight=3.0, vector_sd_floor=0.0)
+DEPTH = 50
+BENCHES = ("lme", "locomo", "locomo_dialog", "locomo_pipeline", "bilingual")
+
+
+# -- the fusions ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fusion:
+    """A fusion to try. `kind`: 'product' (fusion.fuse with `params`), 'vector' / 'lexical'
+    (one side alone), 'conf' (the confidence fusion of fusion.py with the changes below)."""
+
+    name: str
+    kind: str = "conf"
+    params: product.FusionParams = field(default_factory=product.FusionParams)
+    # The vector side's score of a long document: 'full' (one vector per document, what the
+    # product has), 'passage' (its best ~800-character passage), 'maxfp' (the higher of both).
+    doc_vector: str = "full"
+    free: int = 0  # free parameters, for the tie-break
+
+    def fuse(self, q: dict[str, Any], vector: list, lexical: list) -> list[str]:
+        if self.kind == "vector":
+            return [d for d, _ in vector]
+        if self.kind == "lexical":
+            return [d for d, _ in lexical]
+        scripts = {
+            d: q.get("scripts", {}).get(d, "latin")
+            for d in (*(d for d, _ in (*vector, *lexical)), *q.get("translated", {}))
+        }
+        return product.fuse(
+            vector,
+            lexical,
+            q.get("query_script", "latin"),
+            scripts,
+            self.params,
+            q.get("query_weight", 0.0),
+            q.get("translated", {}),
+        )
+
+
+def vector_side(q: dict[str, Any], how: str) -> list[tuple[str, float]]:
+    if "vector_all" not in q:  # dialogs, pipeline, bilingual: one vector per drawer
+        return [tuple(x) for x in q.get("vector_top", q.get("vector", []))][:DEPTH]
+    full = q["vector_all"]
+    if how == "full":
+        s = full
+    elif how == "passage":
+        s = q["vector_passage"]
+    elif how == "turn":  # LoCoMo: its best single turn
+        s = q.get("vector_turn", q["vector_passage"])
+    elif how == "maxfp":
+        s = {d: max(full[d], q["vector_passage"][d]) for d in full}
+    else:
+        raise ValueError(how)
+    return sorted(s.items(), key=lambda x: (-x[1], x[0]))[:DEPTH]
+
+
+# -- scoring ----------------------------------------------------------------------------------
+def ndcg(ranked: list[str], gold: set[str], k: int) -> float:
+    dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in gold)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+def frac(ranked: list[str], gold: set[str], k: int) -> float:
+    return len(gold & set(ranked[:k])) / len(gold) if gold else 1.0
+
+
+def score(q: dict[str, Any], f: Fusion) -> dict[str, float]:
+    bench = bench_of(q)
+    vector = vector_side(q, f.doc_vector)
+    lexical = [tuple(x) for x in q["lexical"]]
+    if bench == "locomo_pipeline":
+        depth = len(q["vector_top"])
+        lexical = lexical[:depth]
+        params = f.params.with_(depth=depth)
+        ranked_drawers = Fusion(f.name, f.kind, params, f.doc_vector).fuse(q, vector, lexical)
+        ranked = list(dict.fromkeys(q["source"][d] for d in ranked_drawers))
+    else:
+        ranked = f.fuse(q, vector, lexical)
+    gold = set(q["gold"])
+    if bench == "lme":
+        hit = lambda k: float(bool(gold & set(ranked[:k])))  # noqa: E731
+        return {"R@1": hit(1), "R@5": hit(5), "R@10": hit(10), "NDCG@10": ndcg(ranked, gold, 10)}
+    if bench == "bilingual":
+        return {"R@1": float(ranked[:1] == q["gold"]), "R@3": float(bool(gold & set(ranked[:3])))}
+    return {"R@5": frac(ranked, gold, 5), "R@10": frac(ranked, gold, 10)}
+
+
+def bench_of(q: dict[str, Any]) -> str:
+    return "bilingual" if q["bench"].startswith("bilingual") else q["bench"]
+
+
+def headline(bench: str, s: dict[str, float]) -> float:
+    """The number a fold is judged by."""
+    if bench == "lme":
+        return (s["R@5"] + s["NDCG@10"]) / 2
+    if bench == "bilingual":
+        return s["R@3"]
+    if bench == "locomo_dialog":
+        return s["R@10"]
+    return (s["R@5"] + s["R@10"]) / 2
+
+
+def means(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {m: statistics.fmean(r[m] for r in rows) for m in rows[0]} if rows else {}
+
+
+# -- folds ------------------------------------------------------------------------------------
+def assign_folds(qs: list[dict[str, Any]], k: int, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    fold = [0] * len(qs)
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, q in enumerate(qs):
+        by[bench_of(q)].append(i)
+    for bench, idx in by.items():
+        if bench.startswith("locomo"):
+            convs = sorted({qs[i]["fold_key"] for i in idx})
+            for i in idx:
+                fold[i] = convs.index(qs[i]["fold_key"]) % k
+        else:
+            order = sorted(idx, key=lambda i: qs[i]["id"])
+            rng.shuffle(order)
+            for n, i in enumerate(order):
+                fold[i] = n % k
+    return fold
+
+
+def fold_table(
+    qs: list[dict[str, Any]], rows: list[dict[str, float]], fold: list[int]
+) -> dict[tuple[str, int], float]:
+    """(benchmark, fold) -> headline."""
+    groups: dict[tuple[str, int], list[dict[str, float]]] = defaultdict(list)
+    for q, r, f in zip(qs, rows, fold, strict=True):
+        groups[(bench_of(q), f)].append(r)
+    return {key: headline(key[0], means(rs)) for key, rs in groups.items()}
+
+
+def choose(
+    names: list[str],
+    tables: dict[str, dict[tuple[str, int], float]],
+    best_single: dict[tuple[str, int], float],
+    frees: dict[str, int],
+    keep: Callable[[tuple[str, int]], bool],
+) -> tuple[str, float, float]:
+    """The fusion with the best worst margin over the kept (benchmark, fold) cells."""
+
+    def key(name: str) -> tuple[float, float, int]:
+        margins = [v - best_single[c] for c, v in tables[name].items() if keep(c)]
+        return (round(min(margins), 9), round(statistics.fmean(margins), 9), -frees[name])
+
+    best = max(names, key=key)
+    k = key(best)
+    return best, k[0], k[1]
+
+
+# -- candidates -------------------------------------------------------------------------------
+def candidates(doc_vectors: tuple[str, ...] = ("full",)) -> list[Fusion]:
+    """Single sides, today's fusion, weighted RRF, and the confidence fusion over keyword
+    weights and vector spread floors (0 = today's z-scores), per way of scoring a long
+    document's vector side (`doc_vectors`; only 'full' exists in the product)."""
+    current = product.for_model(product.USE)
+    out = [
+        Fusion("vector only", "vector"),
+        Fusion("lexical only", "lexical"),
+        Fusion("shipped (fusion.py, USE)", "product", current, free=3),
+        Fusion("before (keywords x3, own spread)", "product", BEFORE, free=2),
+    ]
+    for wl in (1.5, 2.0, 3.0):
+        p = current.with_(method="rrf", lexical_weight=wl)
+        out.append(Fusion(f"rrf k=60 wl={wl}", "product", p, free=1))
+    for how in doc_vectors:
+        for wl in (2.0, 3.0, 4.0, 5.0, 6.0):
+            for floor in (0.0, 0.06, 0.08, 0.1, 0.12, 0.15):
+                p = current.with_(lexical_weight=wl, vector_sd_floor=floor)
+                name = f"conf {how} wl={wl} sdfloor={floor}"
+                out.append(Fusion(name, "product", p, how, free=2 + (floor > 0)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", type=Path)
+    ap.add_argument("--model", default="use")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--only", nargs="*", help="benchmarks to read (default all)")
+    ap.add_argument(
+        "--doc-vectors",
+        nargs="+",
+        default=["full"],
+        choices=("full", "passage", "maxfp", "turn"),
+        help="how a long document's vector side is scored (only 'full' is in the product)",
+    )
+    args = ap.parse_args(argv)
+    qs: list[dict[str, Any]] = []
+    for bench in args.only or BENCHES:
+        name = "bil" if bench == "bilingual" else bench
+        path = args.folder / f"{name}_{args.model}.json"
+        if path.exists():
+            qs += json.loads(path.read_text(encoding="utf-8"))
+    fold = assign_folds(qs, FOLDS, args.seed)
+    fusions = candidates(tuple(args.doc_vectors))
+    rows = {f.name: [score(q, f) for q in qs] for f in fusions}
+    tables = {name: fold_table(qs, r, fold) for name, r in rows.items()}
+    best_single = {
+        c: max(tables["vector only"][c], tables["lexical only"][c]) for c in tables["vector only"]
+    }
+    frees = {f.name: f.free for f in fusions}
+    pool = [f.name for f in fusions if f.kind not in ("vector", "lexical")]
+    # nested: hold out fold h everywhere, choose on the rest
+    held: list[dict[str, float] | None] = [None] * len(qs)
+    per_fold = []
+    for h in range(FOLDS):
+        name, worst, avg = choose(pool, tables, best_single, frees, lambda c, h=h: c[1] != h)
+        for i in range(len(qs)):
+            if fold[i] == h:
+                held[i] = rows[name][i]
+        per_fold.append(
+            {"held_out_fold": h, "chosen": name, "worst_margin_on_rest": round(worst, 4)}
+            | {
+                f"{b} margin": round(tables[name][(b, h)] - best_single[(b, h)], 4)
+                for b in BENCHES
+                if (b, h) in best_single
+            }
+        )
+    chosen, worst, avg = choose(pool, tables, best_single, frees, lambda c: True)
+    report: dict[str, Any] = {
+        "command": "python benchmarks/fusion_cv.py " + " ".join(argv or sys.argv[1:]),
+        "questions": dict(sorted(defaultdict(int, _count(qs)).items())),
+        "folds": FOLDS,
+        "cross_validation": per_fold,
+        "held_out_pooled": _summary(qs, held),  # type: ignore[arg-type]
+        "chosen_on_all_dev": {"name": chosen, "worst_margin": round(worst, 4)},
+        "all_dev": {
+            name: _summary(qs, rows[name])
+            for name in (
+                "vector only",
+                "lexical only",
+                "before (keywords x3, own spread)",
+                "shipped (fusion.py, USE)",
+                chosen,
+            )
+        },
+        "ranking": sorted(
+            (
+                (
+                    round(min(v - best_single[c] for c, v in tables[n].items()), 4),
+                    round(statistics.fmean(v - best_single[c] for c, v in tables[n].items()), 4),
+                    n,
+                )
+                for n in pool
+            ),
+            reverse=True,
+        )[:25],
+    }
+    if chosen in {f.name for f in fusions}:
+        f = next(f for f in fusions if f.name == chosen)
+        report["chosen_on_all_dev"]["params"] = asdict(f.params) | {"doc_vector": f.doc_vector}
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def _count(qs: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for q in qs:
+        out[bench_of(q)] += 1
+    return out
+
+
+def _summary(qs: list[dict[str, Any]], rows: list[dict[str, float]]) -> dict[str, Any]:
+    """Per benchmark: the metrics over all its questions, and per type / category."""
+    out: dict[str, Any] = {}
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, q in enumerate(qs):
+        by[bench_of(q)].append(i)
+    for bench, idx in sorted(by.items()):
+        types: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for i in idx:
+            types[str(qs[i]["type"])].append(rows[i])
+        out[bench] = {k: round(v, 4) for k, v in means([rows[i] for i in idx]).items()} | {
+            "by_type": {
+                t: {k: round(v, 4) for k, v in means(rs).items()} | {"n": len(rs)}
+                for t, rs in sorted(types.items())
+            }
+        }
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

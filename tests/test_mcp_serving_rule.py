@@ -1,0 +1,229 @@
+"""The one rule for serving over HTTP (mempalace_cli/http_access.py), against real
+`mempalace serve-mcp --transport http` processes: whatever spelling --host is given in, the
+server either refuses to start without a token, with a message that says why, or it binds a
+loopback address and refuses every request whose Host or Origin names another site (DNS
+rebinding), touching nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.mcp_auth import TOKEN_ENV, check_http_options, is_loopback
+from tests.test_mcp_support import START_TIMEOUT, free_port, mempalace_command
+
+TOKEN = "rule-token-for-tests"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+ADD_DRAWER = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {
+        "name": "mempalace_add_drawer",
+        "arguments": {"wing": "intruder", "room": "x", "content": "should never be filed"},
+    },
+}
+FORGED = {"Host": "attacker.example", "Origin": "http://attacker.example"}
+
+
+def _resolves(name: str) -> str | None:
+    try:
+        infos = socket.getaddrinfo(name, 0, type=socket.SOCK_STREAM)
+    except OSError:
+        return None
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
+    return str(infos[0][4][0])
+
+
+def _can_bind(address: str) -> bool:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    try:
+        with socket.socket(family) as sock:
+            sock.bind((address, 0))
+    except OSError:
+        return False
+    return True
+
+
+# Every spelling found from outside: where it must be served (None: refused at start).
+SPELLINGS: dict[str, str | None] = {
+    "LOCALHOST": "127.0.0.1",
+    "Localhost": "127.0.0.1",
+    "localhost.": _resolves("localhost."),  # resolves on some machines, not on others
+    "127.1": "127.0.0.1",
+    "127.0.0.2": "127.0.0.2",
+    "0x7f.0.0.1": "127.0.0.1",
+    "::ffff:127.0.0.1": "127.0.0.1",
+    " 127.0.0.1": "127.0.0.1",
+    "[::1]": "::1" if _can_bind("::1") else None,
+    "no-such-host.invalid": None,
+}
+
+
+def post(url: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, str]:
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    request = urllib.request.Request(
+        url, json.dumps(body).encode(), {**sent, **(headers or {})}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read(4096).decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+class Started:
+    def __init__(self, proc: subprocess.Popen[bytes], log: Path, port: int) -> None:
+        self.proc, self.log, self.port = proc, log, port
+        self.url: str | None = None  # None: the server refused to start
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def serve(tmp_path: Path, host: str, *extra: str) -> Iterator[Started]:
+    """`serve-mcp --transport http --host HOST` as a subprocess, until it serves (its URL read
+    from its log) or exits."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, "MEMPALACE_HOME": str(home)}
+    env.pop(TOKEN_ENV, None)
+    port = free_port()
+    log = tmp_path / "server.log"
+    cmd = [*mempalace_command(), "--palace", str(tmp_path / "palace"), "serve-mcp"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*cmd, "--transport", "http", "--host", host, "--port", str(port), *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    started = Started(proc, log, port)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while proc.poll() is None:
+            found = re.search(r" at (http://\S+/mcp)", started.text())
+            if found:
+                started.url = found.group(1)
+                break
+            assert time.monotonic() < deadline, (
+                f"server neither served nor exited:\n{started.text()}"
+            )
+            time.sleep(0.1)
+        yield started
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("host", list(SPELLINGS), ids=[repr(h) for h in SPELLINGS])
+def test_every_spelling_is_refused_or_served_on_loopback_behind_the_host_check(
+    tmp_path: Path, host: str
+) -> None:
+    expected = SPELLINGS[host]
+    with serve(tmp_path, host) as server:
+        if expected is None:
+            assert server.proc.wait(timeout=60) == 2, server.text()
+            text = server.text()
+            assert "The server did not start" in text or "Cannot listen" in text, text
+            assert "--host" in text, text
+            assert "Unknown error" not in text and "Traceback" not in text, text
+            assert server.url is None
+            return
+        shown = f"[{expected}]" if ":" in expected else expected
+        assert server.url == f"http://{shown}:{server.port}/mcp", server.text()
+        url = server.url
+        # A web page that rebinds its own name to this address: refused, whatever it asks.
+        for body in (INITIALIZE, ADD_DRAWER):
+            status, text = post(url, body, FORGED)
+            assert status == 421, (status, text)
+            assert "DNS rebinding" in json.loads(text)["hint"]
+        # The right Host but a foreign page's Origin: refused too.
+        status, text = post(url, INITIALIZE, {"Origin": "http://attacker.example"})
+        assert status == 403, (status, text)
+        # Nothing was touched.
+        assert not (tmp_path / "palace").exists()
+        # An MCP client naming the address, or localhost, is served.
+        assert post(url, INITIALIZE)[0] == 200
+        assert post(url, INITIALIZE, {"Host": f"localhost:{server.port}"})[0] == 200
+        origin = {"Origin": f"http://{shown}:{server.port}"}
+        assert post(url, INITIALIZE, origin)[0] == 200
+        assert server.proc.poll() is None
+
+
+def test_a_token_server_off_loopback_refuses_the_forged_request(tmp_path: Path) -> None:
+    with serve(tmp_path, "0.0.0.0", "--token", TOKEN) as server:
+        assert server.url == f"http://0.0.0.0:{server.port}/mcp", server.text()
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        for body in (INITIALIZE, ADD_DRAWER):
+            status, _ = post(url, body, FORGED)
+            assert status == 401
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        # With the token, a page of another site is still refused...
+        status, _ = post(url, INITIALIZE, {**bearer, "Origin": "http://attacker.example"})
+        assert status == 403
+        assert not (tmp_path / "palace").exists()
+        # ...and a client on any name of the machine is served.
+        assert post(url, INITIALIZE, bearer)[0] == 200
+
+
+def test_the_rule_as_a_function() -> None:
+    """`check_http_options` (http_access.plan_http_access): what a later web UI reuses."""
+    access = check_http_options("LOCALHOST", None, 8765)
+    assert (access.address, access.loopback, access.token) == ("127.0.0.1", True, None)
+    assert access.allowed_hosts == {"127.0.0.1:8765", "localhost:8765"}
+    assert access.allowed_origins == {"http://127.0.0.1:8765", "http://localhost:8765"}
+    assert check_http_options("::ffff:127.0.0.2", None, 80).allowed_hosts == {
+        "127.0.0.2:80",
+        "localhost:80",
+        "127.0.0.2",
+        "localhost",
+    }
+    ipv6 = check_http_options(" [::1] ", None, 9000)
+    assert (ipv6.address, ipv6.url("/mcp")) == ("::1", "http://[::1]:9000/mcp")
+    anywhere = check_http_options("0.0.0.0", f"  {TOKEN} ", 8765)
+    assert (anywhere.loopback, anywhere.token) == (False, TOKEN)
+    assert anywhere.allowed_hosts is None and anywhere.allowed_origins is None
+    assert is_loopback("127.1") and is_loopback("localhost") and not is_loopback("0.0.0.0")
+    assert not is_loopback("no-such-host.invalid")
+
+    def refusal(host: str, token: str | None = None) -> str:
+        with pytest.raises(InvalidInputError) as caught:
+            check_http_options(host, token, 8765)
+        return f"{caught.value.message} {caught.value.hint}"
+
+    assert "does not resolve" in refusal("no-such-host.invalid")
+    assert "the address is empty" in refusal("  ")
+    assert "--port 8765" in refusal("127.0.0.1:8765")
+    assert "needs a bearer token" in refusal("0.0.0.0")
+    assert "needs a bearer token" in refusal("::")
+    assert "token is empty" in refusal("127.0.0.1", " ")
