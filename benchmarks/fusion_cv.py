@@ -8,6 +8,8 @@ same candidates, nothing embedded again:
     python benchmarks/fusion_data.py --model use --out /tmp/fz
     python benchmarks/bilingual.py --models use --dump /tmp/fz/bil_use.json
     python benchmarks/fusion_cv.py /tmp/fz --out benchmarks/results/fusion_cv_worst_fold.json
+    python benchmarks/fusion_cv.py /tmp/fz --bridge-weights \
+        --out benchmarks/results/fusion_cv_bridge_use.json   # also the dictionary bridge's weight
 
 Folds: LoCoMo by conversation (7 folds = its 7 dev conversations, the same conversation
 held out at all three levels), LongMemEval and the bilingual set by question (seeded shuffle into
@@ -41,6 +43,9 @@ FOLDS = 7
 BEFORE = product.for_model(product.USE).with_(lexical_weight=3.0, vector_sd_floor=0.0)
 DEPTH = 50
 BENCHES = ("lme", "locomo", "locomo_dialog", "locomo_pipeline", "bilingual")
+# The dictionary bridge's weights tried around the shipped fusion (fusion.py: x16).
+BRIDGE_WEIGHTS = (2.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+SQRT_BRIDGE_WEIGHTS = (2.0, 4.0, 6.0, 8.0)
 
 
 # -- the fusions ------------------------------------------------------------------------------
@@ -56,6 +61,9 @@ class Fusion:
     # product has), 'passage' (its best ~800-character passage), 'maxfp' (the higher of both).
     doc_vector: str = "full"
     free: int = 0  # free parameters, for the tie-break
+    # The dictionary bridge's share as the fusion reads it: 'linear' (what the product has)
+    # or 'sqrt' (damped: a note holding a few of the question's words gains relatively more).
+    bridge: str = "linear"
 
     def fuse(self, q: dict[str, Any], vector: list, lexical: list) -> list[str]:
         if self.kind == "vector":
@@ -66,6 +74,9 @@ class Fusion:
             d: q.get("scripts", {}).get(d, "latin")
             for d in (*(d for d, _ in (*vector, *lexical)), *q.get("translated", {}))
         }
+        translated = q.get("translated", {})
+        if self.bridge == "sqrt":
+            translated = {d: math.sqrt(max(s, 0.0)) for d, s in translated.items()}
         return product.fuse(
             vector,
             lexical,
@@ -73,7 +84,7 @@ class Fusion:
             scripts,
             self.params,
             q.get("query_weight", 0.0),
-            q.get("translated", {}),
+            translated,
         )
 
 
@@ -113,7 +124,9 @@ def score(q: dict[str, Any], f: Fusion) -> dict[str, float]:
         depth = len(q["vector_top"])
         lexical = lexical[:depth]
         params = f.params.with_(depth=depth)
-        ranked_drawers = Fusion(f.name, f.kind, params, f.doc_vector).fuse(q, vector, lexical)
+        ranked_drawers = Fusion(f.name, f.kind, params, f.doc_vector, f.free, f.bridge).fuse(
+            q, vector, lexical
+        )
         ranked = list(dict.fromkeys(q["source"][d] for d in ranked_drawers))
     else:
         ranked = f.fuse(q, vector, lexical)
@@ -194,8 +207,9 @@ def choose(
 
 
 # -- candidates -------------------------------------------------------------------------------
-def candidates(doc_vectors: tuple[str, ...] = ("full",)) -> list[Fusion]:
-    """Single sides, today's fusion, weighted RRF, and the confidence fusion over keyword
+def candidates(doc_vectors: tuple[str, ...] = ("full",), bridge: bool = False) -> list[Fusion]:
+    """Single sides, today's fusion, weighted RRF, with `bridge` today's fusion with other
+    dictionary-bridge weights (linear or damped share), and the confidence fusion over keyword
     weights and vector spread floors (0 = today's z-scores), per way of scoring a long
     document's vector side (`doc_vectors`; only 'full' exists in the product)."""
     current = product.for_model(product.USE)
@@ -208,6 +222,17 @@ def candidates(doc_vectors: tuple[str, ...] = ("full",)) -> list[Fusion]:
     for wl in (1.5, 2.0, 3.0):
         p = current.with_(method="rrf", lexical_weight=wl)
         out.append(Fusion(f"rrf k=60 wl={wl}", "product", p, free=1))
+    # The dictionary bridge's weight around the shipped fusion (everything else as shipped),
+    # linear in the share as the product reads it, and damped (sqrt of the share).
+    for tw in BRIDGE_WEIGHTS if bridge else ():
+        if tw != current.translated_weight:
+            p = current.with_(translated_weight=tw)
+            out.append(Fusion(f"shipped, bridge x{tw:g}", "product", p, free=3))
+    for tw in SQRT_BRIDGE_WEIGHTS if bridge else ():
+        p = current.with_(translated_weight=tw)
+        out.append(
+            Fusion(f"shipped, bridge x{tw:g} sqrt(share)", "product", p, free=3, bridge="sqrt")
+        )
     for how in doc_vectors:
         for wl in (2.0, 3.0, 4.0, 5.0, 6.0):
             for floor in (0.0, 0.06, 0.08, 0.1, 0.12, 0.15):
@@ -231,6 +256,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=("full", "passage", "maxfp", "turn"),
         help="how a long document's vector side is scored (only 'full' is in the product)",
     )
+    ap.add_argument(
+        "--bridge-weights",
+        action="store_true",
+        help="also try the shipped fusion with other dictionary-bridge weights (x2-x16, the "
+        "share linear or its square root) and report each one's worst fold per benchmark",
+    )
     args = ap.parse_args(argv)
     qs: list[dict[str, Any]] = []
     for bench in args.only or BENCHES:
@@ -239,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         if path.exists():
             qs += json.loads(path.read_text(encoding="utf-8"))
     fold = assign_folds(qs, FOLDS, args.seed)
-    fusions = candidates(tuple(args.doc_vectors))
+    fusions = candidates(tuple(args.doc_vectors), args.bridge_weights)
     rows = {f.name: [score(q, f) for q in qs] for f in fusions}
     tables = {name: fold_table(qs, r, fold) for name, r in rows.items()}
     best_single = {
@@ -293,6 +324,12 @@ def main(argv: list[str] | None = None) -> int:
             reverse=True,
         )[:25],
     }
+    if args.bridge_weights:
+        report["bridge_weights"] = {
+            f.name: _worst_and_all(qs, rows[f.name], tables[f.name])
+            for f in fusions
+            if f.name == "shipped (fusion.py, USE)" or f.name.startswith("shipped, bridge")
+        }
     if chosen in {f.name for f in fusions}:
         f = next(f for f in fusions if f.name == chosen)
         report["chosen_on_all_dev"]["params"] = asdict(f.params) | {"doc_vector": f.doc_vector}
@@ -301,6 +338,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def _worst_and_all(
+    qs: list[dict[str, Any]], rows: list[dict[str, float]], table: dict[tuple[str, int], float]
+) -> dict[str, Any]:
+    """Per benchmark: the worst fold's headline and the headline on all dev; and the
+    bilingual zh->en R@1 / R@3 on all dev."""
+    out: dict[str, Any] = {}
+    for bench in BENCHES:
+        idx = [i for i, q in enumerate(qs) if bench_of(q) == bench]
+        if not idx:
+            continue
+        worst = min(v for (b, _), v in table.items() if b == bench)
+        out[bench] = {
+            "worst_fold": round(worst, 4),
+            "all_dev": round(headline(bench, means([rows[i] for i in idx])), 4),
+        }
+    zh_en = [r for q, r in zip(qs, rows, strict=True) if q.get("type") == "zh->en"]
+    if zh_en:
+        out["bilingual zh->en all dev"] = {k: round(v, 4) for k, v in means(zh_en).items()}
+    return out
 
 
 def _count(qs: list[dict[str, Any]]) -> dict[str, int]:

@@ -442,6 +442,21 @@ def _mine(p: Palace, a: dict[str, Any], options: ServeOptions) -> dict[str, Any]
         mode=a["mode"],
         dry_run=a["dry_run"],
         limit=a["limit"],
+        confirm_moves=_refuse_moves,
+    )
+
+
+def _refuse_moves(move: dict[str, Any]) -> bool:
+    """An agent can't be asked: mining over MCP never moves drawers filed under another wing
+    or mode (the CLI asks a person first)."""
+    from mempalace_cli.service.mine_common import describe_displaced
+
+    what = describe_displaced(move["displaced"], move["wing"], move["mode"])
+    raise InvalidInputError(
+        f"Mining {move['directory']} this way would move {what}. Nothing was written.",
+        hint="Mine it into the wing it is filed under (omit wing and mode), preview with "
+        "dry_run: true, or ask the user to run `mempalace mine DIR --wing WING --yes` in a "
+        "shell to move the drawers.",
     )
 
 

@@ -81,7 +81,11 @@ class Sandbox:
 
 @contextmanager
 def sandbox() -> Iterator[Sandbox]:
-    with tempfile.TemporaryDirectory() as tmp:
+    from filelock import FileLock
+
+    # One fixed folder (drawer ids hash the path): two runs at once take turns.
+    lock = FileLock(Path(tempfile.gettempdir()) / "mempalace-readme.lock")
+    with lock, tempfile.TemporaryDirectory() as tmp:
         try:
             yield Sandbox(Path(tmp))
         finally:

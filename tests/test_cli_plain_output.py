@@ -285,9 +285,10 @@ def test_mine_refuses_a_wing_with_no_letter_or_digit(tmp_path, name):
         done = _run(home, "--palace", tmp_path / "palace", "mine", target, "--wing", name)
         assert done.returncode == 2, done.stderr
         assert f"The wing '{name}' has no letters or digits" in done.stderr
-    assert not (tmp_path / "palace").exists() or "general" not in _run(
-        home, "--palace", tmp_path / "palace", "status"
-    ).stdout
+    assert (
+        not (tmp_path / "palace").exists()
+        or "general" not in _run(home, "--palace", tmp_path / "palace", "status").stdout
+    )
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
@@ -312,3 +313,15 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=300) == 141, err
         assert err == "", err
+
+
+@pytest.mark.parametrize("command", [["search"], ["activity"], ["drawers"], ["mine"]])
+def test_help_paragraphs_are_wrapped_once_at_the_width(tmp_path, command):
+    """A docstring's own line breaks don't survive into --help: at 80 columns a paragraph is
+    one run of full lines, never a full line then a one-word line (rich wrapping twice)."""
+    done = _run(tmp_path, *command, "--help", env={"COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.split("╭")[0].splitlines()
+    for line, after in zip(body, body[1:], strict=False):
+        if line.strip() and after.strip():
+            assert len(line.rstrip()) > 60, (line, after)

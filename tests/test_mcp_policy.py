@@ -297,6 +297,20 @@ def test_mine_under_an_allowed_root_files_and_finds_it(policy: McpSession) -> No
     assert any(CONFIG_NOTE in t for t in texts(policy, "fog horn tests lighthouse"))
 
 
+def test_mine_over_mcp_never_moves_drawers_to_another_wing(policy: McpSession) -> None:
+    """The CLI asks a person before a re-mine moves drawers to another wing; an agent can't be
+    asked, so the call is refused and nothing moves."""
+    base: Path = policy.base  # type: ignore[attr-defined]
+    root = base / "flag-root"
+    policy.ok("mempalace_mine", {"source": str(root), "wing": "handbook"})
+    before = total(policy)
+    message = policy.error("mempalace_mine", {"source": str(root), "wing": "elsewhere"})
+    assert "would move" in message and "from wing handbook to wing elsewhere" in message
+    assert "Nothing was written" in message and "--yes" in message
+    assert total(policy) == before
+    assert any(HANDBOOK in t for t in texts(policy, "when is quarterly planning", wing="handbook"))
+
+
 def test_bulk_delete_refuses_roots_home_and_the_working_folder(policy: McpSession) -> None:
     base: Path = policy.base  # type: ignore[attr-defined]
     work = base / "work"

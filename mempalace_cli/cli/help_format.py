@@ -42,10 +42,24 @@ def _reflowed(paragraphs: list[str], markup_mode: Any) -> str:
     )
 
 
-def install() -> None:
-    from typer import rich_utils
+def _reflowing(format_help: Any) -> Any:
+    """`format_help` that first teaches typer's rich help to reflow paragraphs: patched when
+    help is printed (rich is loaded then anyway), so importing the CLI stays free of rich."""
 
-    rich_utils._fix_linebreaks = _reflowed  # type: ignore[attr-defined]
+    def wrapped(self: Any, ctx: Any, formatter: Any) -> Any:
+        from typer import rich_utils
+
+        rich_utils._fix_linebreaks = _reflowed  # type: ignore[attr-defined]
+        return format_help(self, ctx, formatter)
+
+    return wrapped
+
+
+def install() -> None:
+    from typer.core import TyperCommand, TyperGroup
+
+    for cls in (TyperCommand, TyperGroup):
+        cls.format_help = _reflowing(cls.format_help)  # type: ignore[method-assign]
     TyperOption.display_type_rich = _option_metavar  # type: ignore[method-assign]
     TyperArgument.display_type_rich = _argument_metavar  # type: ignore[method-assign]
     TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
