@@ -510,8 +510,8 @@ class Consistency:
         )
         if where != self.path:
             note += (
-                f" The palace folder belongs to another tool and was left as it is: the "
-                f"index is kept in {where}."
+                " The palace folder belongs to another tool: no files of ours were written "
+                f"into it (our index is kept in {where})."
             )
         return note
 

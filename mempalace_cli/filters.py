@@ -84,9 +84,10 @@ class DrawerFilter:
             col = f"{prefix}source_file"
             ways = [f"{col} = ?", f"{col} LIKE ? ESCAPE '\\'"]
             params += [source, _like_escape(source.rstrip("/")) + "/%"]
-            if self.source_endings:
-                ways.append(f"{col} LIKE ? ESCAPE '\\'")
-                params.append("%/" + _like_escape(source.lstrip("/")))
+            if self.source_endings:  # a path ending, or a folder as results show it
+                tail = _like_escape(source.strip("/"))
+                ways += [f"{col} LIKE ? ESCAPE '\\'", f"{col} LIKE ? ESCAPE '\\'"]
+                params += ["%/" + tail, "%/" + tail + "/%"]
             clauses.append("(" + " OR ".join(ways) + ")")
         return (" AND ".join(clauses) or "1"), params
 

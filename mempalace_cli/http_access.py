@@ -84,9 +84,13 @@ class HttpAccess:
         return replace(self, port=port)
 
 
+def _shown(host: str) -> str:
+    return repr(host if len(host) <= 80 else host[:80] + "...")
+
+
 def _refuse_host(host: str, why: str) -> InvalidInputError:
     return InvalidInputError(
-        f"Cannot serve on --host {host!r}: {why}. The server did not start.",
+        f"Cannot serve on --host {_shown(host)}: {why}. The server did not start.",
         hint=f"Give an IP address of this machine or a host name it resolves, e.g. "
         f"{LOOPBACK_HINT}.",
     )
@@ -104,7 +108,7 @@ def resolve_host(host: str, port: int = 0) -> IPAddress:
     name, colon, tail = text.rpartition(":")
     if colon and tail.isdigit() and ":" not in name:
         raise InvalidInputError(
-            f"Cannot serve on --host {host!r}: the port goes in --port, not in --host. The "
+            f"Cannot serve on --host {_shown(host)}: the port goes in --port, not in --host. The "
             "server did not start.",
             hint=f"Use --host {name or DEFAULT_HOST} --port {tail}.",
         )
@@ -230,6 +234,14 @@ class HostOriginGuard:
         await self.app(scope, receive, send)
 
     def refusal(self, scope: Scope) -> tuple[int, dict[str, str]] | None:
+        for name in (b"host", b"origin"):
+            if sum(1 for key, _ in scope.get("headers", []) if key.lower() == name) > 1:
+                return 400, {
+                    "error": "bad_request",
+                    "message": f"The request carries more than one {name.decode().title()} "
+                    "header, so it can't be told where it is going or where it comes from.",
+                    "hint": "Send exactly one Host header (and at most one Origin header).",
+                }
         raw_host = _header(scope, b"host")
         host = (raw_host or b"").decode("latin-1").strip().lower()
         allowed = self.access.allowed_hosts

@@ -199,7 +199,7 @@ async def check_frame(line: bytes, reply: Reply) -> bool:
     if _has_lone_surrogate(obj):
         if is_request:
             await reply(
-                rid,
+                None if _has_lone_surrogate(rid) else rid,  # such an id can't be echoed back
                 INVALID_PARAMS,
                 "Invalid params: the message holds a lone surrogate (half of a UTF-16 pair, "
                 "e.g. an emoji cut in two), which is not valid Unicode; send whole characters.",
@@ -212,7 +212,8 @@ async def check_frame(line: bytes, reply: Reply) -> bool:
             await reply(rid, INVALID_REQUEST, "Invalid request: the message is nested too deeply.")
         return False
     except Exception as exc:  # the SDK would drop it: answer instead
-        if is_request or rid is not None:
+        # Only a notification (a method and no id) goes unanswered; `{}` is not one.
+        if is_request or rid is not None or "method" not in obj:
             reason = str(exc).splitlines()[0][:200]
             await reply(rid, INVALID_REQUEST, f"Invalid request: {reason}.")
         else:

@@ -172,3 +172,42 @@ def test_mine_one_file_into_its_folders_wing_touching_only_its_drawers(cli, cli_
     # Chat exports are mined by folder; --watch watches a folder.
     assert cli_json("mine", loose / "ferry.md", "--mode", "convos", expect=2)["error"]["hint"]
     assert cli_json("mine", loose / "ferry.md", "--watch", expect=2)["error"]["message"]
+
+
+def test_mining_a_subfolder_keeps_its_parents_wing_and_rooms(cli, cli_json, notes):
+    cli_json("mine", notes)
+    total = _total(cli_json)
+    people = notes / "people"
+    note = people / "maya-okafor.md"
+
+    # Unchanged: the dry run and the run find its files filed already, in wing notes.
+    dry = cli("mine", people, "--dry-run").stdout
+    assert "into wing notes" in dry and "new file" not in dry and "Would move" not in dry, dry
+    same = cli_json("mine", people)
+    assert same["wing"] == "notes" and same["displaced"] == [] and same["files"]["mined"] == 0
+    assert same["drawers"]["added"] == 0 and same["drawers"]["removed"] == 0
+    assert cli_json("status")["wings"] == {"notes": total}
+    # Edited: refiled in the wing and room mining the parent folder gives it.
+    note.write_text(note.read_text() + "\nMaya now also leads the billing guild.\n")
+    edited = cli_json("mine", people)
+    assert edited["mined_files"] == ["people/maya-okafor.md"], edited
+    assert edited["files"]["removed"] == 0 and edited["displaced"] == []
+    drawers = cli_json("drawers", "--source", note, "-n", "500")["drawers"]
+    assert {(d["wing"], d["room"]) for d in drawers} == {("notes", "people")}
+    _adds_up(edited, total, _total(cli_json))
+    total = _total(cli_json)
+    assert cli_json("status")["wings"] == {"notes": total}
+    assert cli_json("mine", notes)["files"]["mined"] == 0  # the parent finds it filed
+
+    # Another --wing moves them: the dry run says so, a pipe refuses without --yes.
+    moving = cli("mine", people, "--wing", "other", "--dry-run").stdout
+    assert "moves from wing notes" in moving and "new file" not in moving, moving
+    refused = cli("mine", people, "--wing", "other", expect=2).stderr
+    assert "from wing notes to wing other" in refused and "--yes" in refused, refused
+    assert cli_json("status")["wings"] == {"notes": total}
+    moved = cli_json("mine", people, "--wing", "other", "--yes")
+    [group] = moved["displaced"]
+    n = group["drawers"]
+    assert group == {"wing": "notes", "mode": "projects", "files": 7, "drawers": n}
+    assert n >= 7 and moved["drawers"]["added"] == n and moved["drawers"]["removed"] == n
+    assert cli_json("status")["wings"] == {"notes": total - n, "other": n}

@@ -325,3 +325,56 @@ def test_help_paragraphs_are_wrapped_once_at_the_width(tmp_path, command):
     for line, after in zip(body, body[1:], strict=False):
         if line.strip() and after.strip():
             assert len(line.rstrip()) > 60, (line, after)
+
+
+def test_search_takes_the_source_and_distance_filters_its_hints_name(tmp_path):
+    """The hint for an empty filtered search names --source and --max-distance: both exist, and
+    a folder is given as results show it (relative to the mined folder)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    folder = tmp_path / "notes"
+    shutil.copytree(NOTES / "decisions", folder / "decisions")
+    shutil.copytree(NOTES / "people", folder / "people")
+    palace = tmp_path / "palace"
+    assert _run(home, "--palace", palace, "-q", "mine", folder).returncode == 0
+    query = "why did we move off Auth0?"
+    found = _run(home, "--palace", palace, "--json", "search", query, "--source", "people")
+    assert found.returncode == 0, found.stderr
+    sources = [r["source_file"] for r in json.loads(found.stdout)["results"]]
+    assert sources and all("/people/" in s for s in sources), sources
+    near = _run(home, "--palace", palace, "--json", "search", query, "--max-distance", "0.75")
+    hits = json.loads(near.stdout)["results"]
+    assert hits and all(h["similarity"] >= 0.25 - 1e-9 for h in hits), hits
+    none = _run(home, "--palace", palace, "search", query, "--source", "nowhere.md")
+    assert none.returncode == 4 and "--source" in none.stderr, none.stderr
+    for flag in ("--source", "--max-distance"):
+        assert flag in _run(home, "search", "--help").stdout
+
+
+def test_forgetting_an_unknown_drawer_hints_in_cli_words(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("One note about the release train.\n")
+    palace = tmp_path / "palace"
+    assert _run(home, "--palace", palace, "-q", "mine", folder).returncode == 0
+    done = _run(home, "--palace", palace, "forget", "--drawer", "49f2f2", "--yes")
+    assert done.returncode == 4, done.stderr
+    assert "`mempalace drawers`" in done.stderr
+    assert " tool" not in done.stderr and "drawer_id" not in done.stderr, done.stderr
+
+
+def test_suggested_commands_keep_the_palace_they_were_given(tmp_path):
+    """Following "Next:" (init) or the chat-export note (mine) files into the same palace,
+    not the default one."""
+    home = tmp_path / "home"
+    home.mkdir()
+    folder = tmp_path / "convos"
+    shutil.copytree(NOTES.parent / "convos", folder)
+    palace = tmp_path / "my palace"
+    init = _run(home, "--palace", palace, "init", folder)
+    assert init.returncode == 0, init.stderr
+    assert f"Next: mempalace --palace '{palace}' mine {folder}" in init.stdout, init.stdout
+    dry = _run(home, "--palace", palace, "mine", folder, "--dry-run")
+    assert f"mempalace --palace '{palace}' mine {folder} --mode convos" in dry.stderr, dry.stderr

@@ -315,3 +315,25 @@ def test_kg_never_imports_chromadb_or_onnxruntime(tmp_path, home):
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result == {"codes": [0, 0, 0, 0, 0, 0], "heavy": []}
+
+
+def test_kg_reads_never_create_the_facts_file(runner, home, tmp_path, embedder):
+    from tests.conftest import palace_of_notes
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    palace_of_notes(tmp_path / "drawers", {"a.md": "Sarah likes weekly updates."}).close()
+    with_drawers = tmp_path / "drawers" / "palace"
+    assert with_drawers.is_dir() and not (with_drawers / KG_FILE).exists()
+    for folder in (fresh, with_drawers):
+        before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+        for args in (["timeline"], ["stats"], ["query", "Sarah"]):
+            result = runner.invoke(app, ["--palace", str(folder), "kg", *args, "--json"])
+            assert result.exit_code in (0, 4), result.stdout + result.stderr
+            if args == ["stats"]:
+                assert json.loads(result.stdout)["current_facts"] == 0, result.stdout
+        after = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+        assert after == before and not (folder / KG_FILE).exists(), folder
+    # The first fact still creates it.
+    added = runner.invoke(app, ["--palace", str(fresh), "kg", "add", "Sarah", "likes", "tea"])
+    assert added.exit_code == 0 and (fresh / KG_FILE).exists(), added.stdout + added.stderr

@@ -88,3 +88,25 @@ def test_http_answers_every_such_frame_and_keeps_serving(tmp_path: Path) -> None
             url, b'{"jsonrpc": "2.0", "id": 40, "method": "tools/list"}', session
         )
         assert status == 200 and '"id":40' in body.replace(" ", ""), body[:300]
+
+
+def test_stdio_answers_a_surrogate_id_and_messages_that_are_no_request(tmp_path: Path) -> None:
+    """A lone surrogate in the id can't be echoed back (writing it killed the server); `{}` and
+    a bare `{"jsonrpc": "2.0"}` are neither requests nor notifications: each gets its error with
+    id null, and the server answers the next request."""
+    with raw_stdio(tmp_path) as server:
+        server.handshake()
+        cases = [
+            (b'{"jsonrpc":"2.0","id":"s\\ud800","method":"ping"}', -32602, "lone surrogate"),
+            (b'{"jsonrpc":"2.0","id":"\\udc00","method":"tools/list"}', -32602, "lone surrogate"),
+            (b"{}", -32600, "Invalid request"),
+            (b'{"jsonrpc": "2.0"}', -32600, "Invalid request"),
+        ]
+        for frame, code, says in cases:
+            server.send(frame)
+            answer = server.reply()
+            assert answer["id"] is None and answer["error"]["code"] == code, (frame, answer)
+            assert says in answer["error"]["message"], answer
+            assert server.proc.poll() is None, "the server exited"
+        server.send(b'{"jsonrpc": "2.0", "id": 41, "method": "tools/list"}')
+        assert server.reply()["id"] == 41

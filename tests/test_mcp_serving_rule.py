@@ -227,3 +227,34 @@ def test_the_rule_as_a_function() -> None:
     assert "needs a bearer token" in refusal("0.0.0.0")
     assert "needs a bearer token" in refusal("::")
     assert "token is empty" in refusal("127.0.0.1", " ")
+
+
+def test_two_host_or_origin_headers_are_refused(tmp_path: Path) -> None:
+    """Only the first of two Host headers used to be read: a good one then a foreign one
+    passed. A request with two Host (or Origin) headers is now refused whatever their order."""
+
+    with serve(tmp_path, "127.0.0.1") as server:
+        assert server.url is not None, server.text()
+        good, evil = f"127.0.0.1:{server.port}", "attacker.example"
+        body = json.dumps(INITIALIZE).encode()
+        for extra in (
+            f"Host: {good}\r\nHost: {evil}\r\n",
+            f"Host: {evil}\r\nHost: {good}\r\n",
+            f"Host: {good}\r\nOrigin: http://{good}\r\nOrigin: http://{evil}\r\n",
+        ):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+                sock.sendall(
+                    (
+                        f"POST /mcp HTTP/1.1\r\n{extra}Content-Type: application/json\r\n"
+                        "Accept: application/json, text/event-stream\r\n"
+                        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                    ).encode()
+                    + body
+                )
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            status = int(answer.split(b" ", 2)[1])
+            assert status in (400, 421), (extra, answer[:300])
+        assert not (tmp_path / "palace").exists()
+        assert server.proc.poll() is None

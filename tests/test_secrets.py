@@ -588,3 +588,123 @@ def test_mining_code_does_not_import_detect_secrets_until_text_is_filed() -> Non
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# -- secrets in fields other than drawer text ---------------------------------------------------
+def raw_leaks(palace: Path, values: dict[str, str]) -> list[str]:
+    """The names of the secret values found in the raw bytes of any file under `palace`."""
+    found: set[str] = set()
+    for path in palace.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            found |= {name for name, value in values.items() if value.encode() in data}
+    return sorted(found)
+
+
+def test_mcp_secrets_in_names_metadata_and_facts_are_redacted_or_refused(
+    mcp: McpSession, mined_home: dict[str, Any]
+) -> None:
+    palace = mined_home["palace"]
+    gh, akid, slack = github_token(), aws_key_pair()[0], slack_token()
+    gh2, akid2, pw = github_token(), aws_key_pair()[0], rand(14)
+    values = {
+        "topic": gh,
+        "agent": akid,
+        "added_by": slack,
+        "object": gh2,
+        "wing": akid2,
+        "url_pw": pw,
+    }
+
+    entry = mcp.ok(
+        "mempalace_diary_write",
+        {"agent_name": "claude", "entry": "The tern job passes again.", "topic": gh},
+    )
+    assert entry["topic"] == "[REDACTED:github-token]" and entry["secrets_redacted"] == 1
+    shown = run("--palace", palace, "show", entry["drawer_id"], "--json").stdout
+    assert "[REDACTED:github-token]" in shown and leaks(shown, values) == []
+
+    message = mcp.error(
+        "mempalace_diary_write", {"agent_name": "bot" + akid, "entry": "The plover job."}
+    )
+    assert "agent name looks like it holds a secret (aws-access-key)" in message
+    assert akid not in message
+
+    added = mcp.ok(
+        "mempalace_add_drawer",
+        {
+            "wing": "ops",
+            "room": "bots",
+            "content": "The gannet bot posts the deploy log.",
+            "added_by": slack,
+        },
+    )
+    hits = run("--palace", palace, "search", "gannet bot posts the deploy log", "--json").stdout
+    assert added["drawer_id"] in hits and "[REDACTED:slack-token]" in hits
+    assert leaks(hits, values) == []
+
+    for field in ("wing", "room"):
+        names = {"wing": "ops", "room": "keys", field: f"keys {akid2}"}
+        message = mcp.error(
+            "mempalace_add_drawer", {**names, "content": "The skua key rotates monthly."}
+        )
+        assert f"The {field} looks like it holds a secret (aws-access-key)" in message
+        assert akid2 not in message
+    status = json.dumps(mcp.ok("mempalace_status"))
+    assert leaks(status, values) == []
+
+    fact = mcp.ok(
+        "mempalace_kg_add",
+        {
+            "subject": "release bot",
+            "predicate": "uses token",
+            "object": gh2,
+            "source_file": f"https://maya:{pw}@wiki.example.com/bots",
+        },
+    )
+    assert fact["object"] == "[REDACTED:github-token]"
+    assert leaks(json.dumps(fact), values) == []
+    facts = mcp.ok("mempalace_kg_query", {"entity": "release bot"})
+    assert "[REDACTED:github-token]" in json.dumps(facts)
+    assert leaks(json.dumps(facts), values) == []
+    assert raw_leaks(palace, values) == []
+
+
+def test_mine_redacts_speakers_and_refuses_files_named_with_secrets(
+    tmp_path: Path, embedder: Any
+) -> None:
+    slack, google, akid = slack_token(), "AIzaSy" + rand(33), aws_key_pair()[0]
+    values = {"slack": slack, "google": google, "aws": akid}
+    chats = tmp_path / "chats"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples/convos/slack", chats)
+    users = chats / "users.json"
+    users.write_text(
+        users.read_text(encoding="utf-8").replace("Alice Moreau", f"Alice {slack}"),
+        encoding="utf-8",
+    )
+    (chats / f"pairing {google}.md").write_text(
+        "> How do we ship the petrel build?\nTag it and the pipeline does the rest.\n",
+        encoding="utf-8",
+    )
+    palace = tmp_path / "palace"
+    report = run_json("--palace", palace, "mine", chats, "--mode", "convos")
+    reasons = {s["file"]: s["reason"] for s in report["skipped"]}
+    assert reasons[f"pairing {google}.md"].startswith(
+        "its file name holds a secret (gcp-api-key): not mined"
+    )
+    assert "rename it" in reasons[f"pairing {google}.md"]
+    hit = search_cli(palace, "Consumer lag on the orders topic")[0]
+    assert "[REDACTED:slack-token]" in json.dumps(hit)
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / f"n-{akid}.md").write_text("The shearwater cache warms at six.\n", encoding="utf-8")
+    (notes / "plain.md").write_text("The fulmar cache warms at seven.\n", encoding="utf-8")
+    report = run_json("--palace", palace, "mine", notes)
+    assert report["mined_files"] == ["plain.md"]
+    assert {s["file"]: s["reason"] for s in report["skipped"]}[f"n-{akid}.md"].startswith(
+        "its file name holds a secret (aws-access-key)"
+    )
+    drawers = run("--palace", palace, "drawers", "--json").stdout
+    assert leaks(drawers, values) == []  # the report names the file: the user must see it
+    assert raw_leaks(palace, values) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import typer
@@ -79,11 +80,21 @@ def _render(env: Any, result: dict[str, Any]) -> None:
         ),
         highlight=False,
     )
-    env.out.print(
-        "Next: point this machine at the server (chroma_url in config.toml, or "
-        "MEMPALACE_CHROMA_URL) and run: mempalace status",
-        highlight=False,
-    )
+    if str(result["to"]).startswith(("http://", "https://")):  # copied to a server
+        env.out.print(
+            "Next: point this machine at the server (chroma_url in config.toml, or "
+            "MEMPALACE_CHROMA_URL) and run: mempalace status",
+            highlight=False,
+        )
+    else:  # copied from a server into a folder
+        env.out.print(
+            markup(
+                "Next: use the folder (mempalace --palace {} status, or palace_path in "
+                "config.toml, and drop chroma_url there if this machine should read it).",
+                shlex.quote(str(result["to"])),
+            ),
+            highlight=False,
+        )
 
 
 def _n(count: int, noun: str) -> str:

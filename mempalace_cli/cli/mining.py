@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,7 +76,7 @@ def init(
         out.print("No sub-folders found: every file will go to the room [cyan]general[/].")
     verb = "Created" if result["palace_created"] else "Using"
     out.print(markup("{} the palace at {}", verb, result["palace_path"]))
-    out.print(markup("Next: [bold]{}[/]", result["next_step"]))
+    out.print(markup("Next: [bold]{}[/]", for_this_palace(env, result["next_step"])))
 
 
 def mine(
@@ -203,11 +204,9 @@ def _flags(*pairs: tuple[str, Any]) -> list[str]:
     return words
 
 
-def resume_command(env: Env, directory: Path, options: list[str]) -> str:
-    """The command that carries on an interrupted `mine`, shell-quoted and ready to paste: the
-    same palace options (where the drawers went), the same folder and options."""
-    words = ["mempalace"]
-    words += _flags(
+def _palace_flags(env: Env) -> list[str]:
+    """The global options that chose this palace (and --quiet), as given."""
+    return _flags(
         ("--palace", env.palace_option),
         ("--chroma-url", env.chroma_url),
         ("--chroma-token", env.chroma_token),
@@ -215,8 +214,24 @@ def resume_command(env: Env, directory: Path, options: list[str]) -> str:
         ("--chroma-database", env.chroma_database),
         ("--quiet", env.quiet),
     )
-    words += ["mine", str(directory), *options]
-    return shlex.join(words)
+
+
+def resume_command(env: Env, directory: Path, options: list[str]) -> str:
+    """The command that carries on an interrupted `mine`, shell-quoted and ready to paste: the
+    same palace options (where the drawers went), the same folder and options."""
+    return shlex.join(["mempalace", *_palace_flags(env), "mine", str(directory), *options])
+
+
+_SUGGESTED = re.compile(r"\bmempalace (?=(?:mine|search|status|init)\b)")
+
+
+def for_this_palace(env: Env, text: str) -> str:
+    """`text` with every suggested `mempalace mine|search|status|init ...` command aimed at
+    the palace this one used: following a "Next:" line must not file into the default palace."""
+    flags = [f for f in _palace_flags(env) if f != "--quiet"]
+    if not flags:
+        return text
+    return _SUGGESTED.sub(lambda _: "mempalace " + shlex.join(flags) + " ", text)
 
 
 def report_interrupted(progress: MineProgress, resume: str, json_output: bool) -> None:
@@ -300,7 +315,8 @@ def render_mine_report(env: Env, report: dict[str, Any]) -> None:
         verb = "Would move" if report["dry_run"] else "Moved"
         out.print(markup("{} {}.", verb, what), highlight=False, soft_wrap=True)
     if report.get("hint"):
-        env.err.print(markup("[bold]Note:[/] {}", report["hint"]), highlight=False, soft_wrap=True)
+        note = for_this_palace(env, report["hint"])
+        env.err.print(markup("[bold]Note:[/] {}", note), highlight=False, soft_wrap=True)
     if report["skipped"] and "plan" not in report:
         out.print("[dim]Skipped:[/]")
         for item in report["skipped"][:20]:

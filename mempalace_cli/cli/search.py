@@ -80,6 +80,22 @@ def search(
         help="Read relative dates as of DATE (YYYY-MM-DD or an ISO time) instead of today "
         "(also MEMPALACE_NOW).",
     ),
+    source: str = typer.Option(
+        None,
+        "--source",
+        metavar="PATH",
+        help="Only drawers from this source: the path as results show it, its ending "
+        "(auth.md) or a folder.",
+    ),
+    max_distance: float = typer.Option(
+        None,
+        "--max-distance",
+        metavar="D",
+        min=0.0,
+        max=2.0,
+        help="Drop hits whose cosine distance to the query is larger (0 identical, 1 "
+        "unrelated, 2 opposite); e.g. 0.6 keeps close matches only.",
+    ),
     full: bool = typer.Option(
         False, "--full", help="Print each drawer whole instead of its best-matching lines."
     ),
@@ -105,7 +121,16 @@ def search(
 
     since, before = resolve_range(since, before, now, ("--since", "--before"))
     result = env.palace().search(
-        query, wing=wing, room=room, limit=n, mode=mode, since=since, before=before, now=now
+        query,
+        wing=wing,
+        room=room,
+        limit=n,
+        mode=mode,
+        since=since,
+        before=before,
+        source_file=source,
+        max_distance=max_distance,
+        now=now,
     )
     if aaak:
         for item in result["results"]:

@@ -18,6 +18,7 @@ import re
 
 # Longest first: a phrase wins over the names inside it.
 PHRASES: dict[str, str] = {
+    ", or the list_drawers tool): drawer_id.": ").",
     "mempalace_status (or `mempalace status`)": "`mempalace status`",
     " (drawer_id)": "",
     " (drawer_ids)": "",

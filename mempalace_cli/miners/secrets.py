@@ -843,7 +843,7 @@ def read_screened(path: PurePath, rel: str, max_bytes: int, report: Any) -> Any:
     from mempalace_cli.miners.project import FileText, read_text_file
 
     keep = report.keep_secrets
-    why = None if keep else credential_reason(path)
+    why = None if keep else credential_reason(path) or secret_name_reason(rel)
     if why:
         return why
     content = read_text_file(path, max_bytes)  # type: ignore[arg-type]
@@ -858,6 +858,22 @@ def read_screened(path: PurePath, rel: str, max_bytes: int, report: Any) -> Any:
         return content
     report.secrets[rel] = [{"line": f.line, "kind": f.kind} for f in found.findings]
     return replace(content, text=found.text, digest=screened_digest(content.digest))
+
+
+def secret_name_reason(rel: str) -> str | None:
+    """Why a file is not mined because its name (or a folder's, in `rel`, the path under the
+    mined folder) holds a secret, or None. Its path is the drawers' source and the key a
+    re-mine finds it by, so it is refused rather than filed under a redacted name."""
+    parts = _parts(rel)
+    for index, part in enumerate(reversed(parts)):
+        found = redact(part)
+        if found.findings:
+            what = "file name" if index == 0 else "folder's name"
+            return (
+                f"its {what} holds a secret ({found.findings[0].kind}): not mined, so the "
+                "secret stays out of the palace; rename it, then run `mempalace mine` again"
+            )
+    return None
 
 
 def redact_exchange(exchange: Any, rel: str, report: Any) -> Any:

@@ -136,7 +136,7 @@ class ConvoMiningOps(PalaceCore):
         from mempalace_cli.miners.convos import SLACK_INDEX, ParseError, detect
         from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
         from mempalace_cli.miners.project import DEFAULT_EXCLUDE
-        from mempalace_cli.miners.secrets import credential_reason
+        from mempalace_cli.miners.secrets import credential_reason, secret_name_reason
 
         pending: list[PendingExport] = []
         seen: set[str] = set()
@@ -189,6 +189,11 @@ class ConvoMiningOps(PalaceCore):
                 if not report.dry_run:
                     with self.lock.hold(), self.catalog.transaction() as conn:
                         self.catalog.touch_file(conn, src, st.st_size, st.st_mtime)
+                continue
+            why = None if keep else secret_name_reason(item.rel)
+            if why:  # its path is the drawers' source: refused, not filed under a redaction
+                report.files_skipped.append({"file": item.rel, "reason": why})
+                seen.discard(src)
                 continue
             notify("scan", {"path": item.rel})
             try:
@@ -320,7 +325,7 @@ class ConvoMiningOps(PalaceCore):
                 for p in done
             ]
             with self.lock.hold():
-                self._file_drawers(rows, embeddings, (), records)
+                self._file_drawers(rows, embeddings, (), records, keep_secrets=report.keep_secrets)
             report.drawers_added += len(rows)
             for p in done:
                 report.files_mined.append(p.rel)

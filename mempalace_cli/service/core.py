@@ -285,6 +285,7 @@ class PalaceCore:
         replace_ids: Sequence[str] = (),
         files: Sequence[FileRecord] = (),
         forget_files: Sequence[str] = (),
+        keep_secrets: bool = False,
     ) -> None:
         """Store drawers in Chroma, then the catalogue; `replace_ids` are removed first, and
         `files` (the mining manifest; `forget_files` leave it) commit in the same catalogue
@@ -295,8 +296,15 @@ class PalaceCore:
         next mine redoes the files; never a catalogue row or a manifest entry without drawers.
         Every row is checked before the mark is set: a value Chroma would refuse is an
         InvalidInputError with nothing written, never a half-done write.
+
+        Secrets never enter the palace through a drawer's other fields either: every text
+        value of its metadata (topic, speakers, added_by...) and its source are redacted here
+        (the text was redacted before it was embedded), unless the mining run was started
+        with --keep-secrets.
         """
         rows = prepare_rows(rows)
+        if not keep_secrets:
+            rows = _redact_fields(rows)
         new_ids = {r.id for r in rows}
         stale = [i for i in dict.fromkeys(replace_ids) if i not in new_ids]
         with self.lock.hold():  # re-entrant: callers already hold it around read-then-write
@@ -366,3 +374,24 @@ class PalaceCore:
                 self.consistency.end_write(conn, ids)
                 self.catalog.bump_generation(conn)
             self._wrote()
+
+
+def _redact_fields(rows: Sequence[DrawerRow]) -> list[DrawerRow]:
+    """`rows` with each secret value in their metadata text and source replaced by
+    `[REDACTED:kind]` (miners/secrets.py; its prefilter makes a value with no trigger literal
+    cost one regex pass)."""
+    from dataclasses import replace
+
+    from mempalace_cli.miners.secrets import redact
+
+    def clean(value: Any) -> Any:
+        return redact(value).text if isinstance(value, str) and value else value
+
+    out: list[DrawerRow] = []
+    for row in rows:
+        metadata = {k: clean(v) for k, v in row.metadata.items()}
+        source_file = clean(row.source_file)
+        if metadata != row.metadata or source_file != row.source_file:
+            row = replace(row, metadata=metadata, source_file=source_file)
+        out.append(row)
+    return out

@@ -52,8 +52,10 @@ class Diary:
         _check_content(content)
         from mempalace_cli.miners.secrets import redact_for_drawer
 
-        content, _, secrets = redact_for_drawer(content)  # secrets never enter the palace
         topic = (topic or "").strip() or DEFAULT_TOPIC
+        # Secrets never enter the palace (the topic too: it is stored and returned).
+        content, topic, secrets = redact_for_drawer(content, topic)
+        assert topic is not None
         stamp = datetime.now(UTC)
         timestamp = stamp.isoformat(timespec="seconds")
         # The clock in nanoseconds keeps identical entries written at different times apart.

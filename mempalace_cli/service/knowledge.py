@@ -9,7 +9,6 @@ facade owns and delegates to.
 from __future__ import annotations
 
 import difflib
-import os
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -63,9 +62,10 @@ class Knowledge:
             return kg
         if not self.core.path.is_dir():
             raise NoPalaceError(str(self.core.path), hint=KG_HINT)
-        if not (self.core.path / KG_FILE).exists() and not os.access(self.core.path, os.W_OK):
-            # A palace this user may only read, with no facts yet: an empty graph, in memory
-            # (a write is refused by the palace's write lock before it gets here).
+        if not (self.core.path / KG_FILE).exists():
+            # No facts yet: an empty graph, in memory, so that reading never creates the facts
+            # file (in a palace another tool made, or one this user may only read). Ending a
+            # fact finds none; `kg_add` creates the file.
             empty = KnowledgeGraph(self.core.path)
             empty.path = Path(":memory:")
             return empty
@@ -87,7 +87,11 @@ class Knowledge:
         source_closet: str | None = None,
     ) -> dict[str, Any]:
         """Record `subject predicate object`, valid from `valid_from` through `valid_to` (both
-        days included). Restating a stored fact returns its id with created=False."""
+        days included). Restating a stored fact returns its id with created=False. Secret
+        values in the names and sources are stored as `[REDACTED:kind]` (miners/secrets.py)."""
+        subject, predicate, obj, source_file, source_closet = _redacted(
+            subject, predicate, obj, source_file, source_closet
+        )
         with self.core.lock.hold():
             if (
                 not self.core.settings.chroma_url
@@ -134,6 +138,9 @@ class Knowledge:
         """`subject predicate old_object` stops and `subject predicate new_object` starts on
         `at` (default today), in one transaction. On `at` itself both hold (as_of is
         inclusive); afterwards only the new one is current."""
+        subject, predicate, old_object, new_object = _redacted(
+            subject, predicate, old_object, new_object
+        )  # as kg_add stored them: secret values never enter the graph
         kg = self._kg_for_reading()
         with self.core.lock.hold():
             ended, started, when = kg.supersede(subject, predicate, old_object, new_object, at)
@@ -202,3 +209,11 @@ class Knowledge:
 
     def kg_stats(self) -> dict[str, Any]:
         return {**self._kg_for_reading().stats(), "path": self.kg_location}
+
+
+def _redacted(*values: Any) -> list[Any]:
+    """Each text value with its secret values replaced by `[REDACTED:kind]` (the rules that
+    keep secrets out of drawers); anything else as given, for the store to check."""
+    from mempalace_cli.miners.secrets import redact
+
+    return [redact(v).text if isinstance(v, str) and v else v for v in values]

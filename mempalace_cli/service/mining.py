@@ -167,7 +167,22 @@ class MiningOps(ConvoMiningOps):
         )
         from mempalace_cli.miners.rooms import detect_rooms
 
-        if only is None:
+        # A subfolder of a folder mined before (and with no mempalace.toml of its own) is mined
+        # as part of it: the same root, wing and rooms; `within` is the subfolder.
+        within: Path | None = None
+        if only is None and not (root / PROJECT_FILE).is_file():
+            parent = self._mined_parent(root)
+            mined = self._known_under(parent, None, root) if parent is not None else {}
+            if parent is not None and mined:
+                within, root = root, parent
+                project = load_project_config(root) or ProjectConfig(
+                    wing=next(iter(mined.values())).wing,
+                    rooms=detect_rooms(root),
+                    exclude=list(DEFAULT_EXCLUDE),
+                )
+        if within is not None:
+            pass
+        elif only is None:
             project = load_project_config(root) or ProjectConfig(
                 wing=normalize_name(root.name),
                 rooms=detect_rooms(root),
@@ -175,11 +190,12 @@ class MiningOps(ConvoMiningOps):
             )
         else:
             root, project = self._file_project(root, only)
+        target = only or within or root
         wing_name = name_to_file(wing, "wing") if wing else project.wing
-        report = MineReport(source_key(only or root), wing_name, mode, dry_run)
-        known = self._known_under(root, only)
+        report = MineReport(source_key(target), wing_name, mode, dry_run)
+        known = self._known_under(root, only, within)
         report.displaced = displaced_by(known, wing_name, mode)
-        self._confirm_moves(only or root, wing_name, mode, report.displaced, dry_run, confirm_moves)
+        self._confirm_moves(target, wing_name, mode, report.displaced, dry_run, confirm_moves)
         if not dry_run:
             report.palace_created = self.create()
             # An emptied or missing store is reported, never "unchanged"; a store another
@@ -187,7 +203,7 @@ class MiningOps(ConvoMiningOps):
             self._check_store_present()
             if not self.consistency.in_step():
                 self.sync()
-                known = self._known_under(root, only)
+                known = self._known_under(root, only, within)
         notify = progress or (lambda event, data: None)
 
         rooms_key = f"rooms:{source_key(root)}"
@@ -200,7 +216,13 @@ class MiningOps(ConvoMiningOps):
         report.keep_secrets = keep_secrets
         report.rescreen = policy_changed(self.catalog, source_key(root), keep_secrets, known)
         items: Iterable[Any]
-        if only is None:
+        if within is not None:
+            prefix = storable(within.relative_to(root).as_posix())
+            items = (
+                Candidate(c.path, f"{prefix}/{c.rel}") if isinstance(c, Candidate) else c
+                for c in walk(within, project.exclude, [self.path], keep_secrets=keep_secrets)
+            )
+        elif only is None:
             items = walk(root, project.exclude, [self.path], keep_secrets=keep_secrets)
         else:
             items = [Candidate(only, storable(only.relative_to(root).as_posix()))]
@@ -208,6 +230,7 @@ class MiningOps(ConvoMiningOps):
             root, project, wing_name, agent, known, limit, report, rooms_changed, notify, items
         )
         report.limited = limit is not None and len(seen) >= limit and only is None
+        whole = only is None and within is None  # the run saw the whole folder
         removed = [] if report.limited else [src for src in known if src not in seen]
         # The manifest alone decides what changed; the drawer store (and the second it takes
         # to import chromadb) is opened only when there is something to write or repair.
@@ -225,29 +248,54 @@ class MiningOps(ConvoMiningOps):
         else:
             self._write_pending(pending, root, wing_name, mode, report, notify)
             self._remove_files(root, removed, known, report)
-            if stored != fingerprint and not report.limited and only is None:
+            if stored != fingerprint and not report.limited and whole:
                 with self.catalog.transaction() as conn:
                     self.catalog.set_meta(conn, rooms_key, fingerprint)
-            if not report.limited and only is None:
+            if not report.limited and whole:
                 remember_policy(self.catalog, source_key(root), keep_secrets)
         counts = {
             "added": report.drawers_added,
             "replaced": report.drawers_replaced,
             "removed": report.drawers_removed,
         }
-        report.drawers_unchanged = self._unchanged(root, only, known, counts, dry_run)
+        report.drawers_unchanged = self._unchanged(root, only, known, counts, dry_run, within)
         report.elapsed_seconds = time.perf_counter() - started
         return report.to_dict()
 
     # -- what a run starts from and how its counts add up -------------------------------------
-    def _known_under(self, root: Path, only: Path | None) -> dict[str, FileRecord]:
-        """The mining record of the folder's files (or of the one file), by source."""
+    def _known_under(
+        self, root: Path, only: Path | None, within: Path | None = None
+    ) -> dict[str, FileRecord]:
+        """The mining record of the folder's files (or of the one file, or of those of its
+        subfolder `within`), by source."""
         if not self.catalog.exists:
             return {}
         if only is None:
-            return self.catalog.files_under(source_key(root))
+            records = self.catalog.files_under(source_key(root))
+            if within is None:
+                return records
+            inside = source_key(within).rstrip("/") + "/"
+            return {src: rec for src, rec in records.items() if src.startswith(inside)}
         rec = self.catalog.get_file(source_key(only))
         return {rec.source_file: rec} if rec is not None else {}
+
+    def _mined_parent(self, folder: Path) -> Path | None:
+        """The folder above `folder` that its files were mined from before (the nearest, when
+        there are several), or None."""
+        if not self.catalog.exists:
+            return None
+        inside = source_key(folder).rstrip("/") + "/"
+        rows = self.catalog.conn.execute(
+            "SELECT DISTINCT source_root FROM files WHERE substr(source_file, 1, ?) = ?",
+            (len(inside), inside),
+        )
+        parents = [
+            on_disk(r[0])
+            for r in rows
+            if folder.is_relative_to(on_disk(r[0])) and on_disk(r[0]) != folder
+        ]
+        parents = [p for p in parents if p.is_dir()]
+        return max(parents, key=lambda p: len(p.parts)) if parents else None
 
     def _file_project(self, folder: Path, file: Path) -> tuple[Path, ProjectConfig]:
         """Where one file is mined from, so that it lands where mining its folder puts it:
@@ -337,6 +385,7 @@ class MiningOps(ConvoMiningOps):
         before: dict[str, FileRecord],
         counts: dict[str, int],
         dry_run: bool,
+        within: Path | None = None,
     ) -> int:
         """Drawers of the folder (or file) that the run left as they were: of those there
         before, all but the replaced and removed ones (a dry run); of those there after, all
@@ -344,7 +393,8 @@ class MiningOps(ConvoMiningOps):
         if dry_run:
             records, gone = before, counts["replaced"] + counts["removed"]
         else:
-            records, gone = self._known_under(root, only), counts["added"] + counts["replaced"]
+            records = self._known_under(root, only, within)
+            gone = counts["added"] + counts["replaced"]
         ids = {i for rec in records.values() for i in rec.drawer_ids}
         return max(0, len(self._existing(ids)) - gone)
 
@@ -570,7 +620,7 @@ class MiningOps(ConvoMiningOps):
                 for f in group
             ]
             self._count_changes(report, [r.id for r in rows], replace)
-            self._file_drawers(rows, embeddings, replace, files)
+            self._file_drawers(rows, embeddings, replace, files, keep_secrets=report.keep_secrets)
         for f in group:
             report.files_mined.append(f.rel)
             notify("file", {"path": f.rel, "drawers": len(f.rows)})

@@ -32,6 +32,15 @@ def name_to_file(value: object, field: str) -> str:
             "other names.",
             hint=f"Name the {field} with at least one letter or digit.",
         )
+    from mempalace_cli.miners.secrets import redact  # its prefilter makes this cheap
+
+    found = redact(value)
+    if found.findings:
+        raise InvalidInputError(
+            f"The {field} looks like it holds a secret ({found.findings[0].kind}): "
+            "nothing was filed.",
+            hint=f"Pick another {field} name, one without a key, token or password in it.",
+        )
     return normalize_name(value)
 
 

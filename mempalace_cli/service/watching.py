@@ -225,7 +225,7 @@ class WatchOps(MiningOps):
         for i, plan in enumerate(planned):
             group.append(plan)
             if sum(len(p.pending.rows) for p in group) >= EMBED_GROUP or i == len(planned) - 1:
-                self._file_group(group, root, wing_name, mode, report)
+                self._file_group(group, root, wing_name, mode, report, keep_secrets)
                 group = []
         removed = sorted(src for src in gone if src in known)
         if removed:
@@ -286,7 +286,13 @@ class WatchOps(MiningOps):
         return Candidate(path, storable(path.relative_to(root).as_posix()))
 
     def _file_group(
-        self, group: list[_Planned], root: Path, wing: str, mode: str, report: BatchReport
+        self,
+        group: list[_Planned],
+        root: Path,
+        wing: str,
+        mode: str,
+        report: BatchReport,
+        keep_secrets: bool = False,
     ) -> None:
         """Embed what is new, re-use stored vectors for chunks whose text is already in the
         palace under the file's old drawers (or a moved file's), and file the group in one
@@ -339,7 +345,9 @@ class WatchOps(MiningOps):
                 )
                 for p in group
             ]
-            self._file_drawers(rows, embeddings, replace, files, forget_files=forget)
+            self._file_drawers(
+                rows, embeddings, replace, files, forget_files=forget, keep_secrets=keep_secrets
+            )
         new_ids = {r.id for r in rows}
         report.drawers_removed += len({i for i in replace if i not in new_ids})
         report.drawers_added += len(rows)
