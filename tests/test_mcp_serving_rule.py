@@ -12,39 +12,19 @@ import re
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from mempalace_cli.errors import InvalidInputError
 from mempalace_cli.mcp_auth import TOKEN_ENV, check_http_options, is_loopback
+from tests.test_mcp_http_auth import ADD_DRAWER
 from tests.test_mcp_support import START_TIMEOUT, free_port, mempalace_command
+from tests.test_mcp_wire import INITIALIZE, post
 
 TOKEN = "rule-token-for-tests"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
-ADD_DRAWER = {
-    "jsonrpc": "2.0",
-    "id": 2,
-    "method": "tools/call",
-    "params": {
-        "name": "mempalace_add_drawer",
-        "arguments": {"wing": "intruder", "room": "x", "content": "should never be filed"},
-    },
-}
 FORGED = {"Host": "attacker.example", "Origin": "http://attacker.example"}
 
 
@@ -80,18 +60,6 @@ SPELLINGS: dict[str, str | None] = {
     "[::1]": "::1" if _can_bind("::1") else None,
     "no-such-host.invalid": None,
 }
-
-
-def post(url: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, str]:
-    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    request = urllib.request.Request(
-        url, json.dumps(body).encode(), {**sent, **(headers or {})}, method="POST"
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.read(4096).decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
 
 
 class Started:
