@@ -55,9 +55,9 @@ def peak_mib():  # this program's own peak (VmHWM), not the forking parent's
     return int(re.search(r"VmHWM:\\s+(\\d+)", status).group(1)) / 1024
 import numpy as np
 from pathlib import Path
-from mempalace_cli import vector_index
-from mempalace_cli.catalog import Catalog
-from mempalace_cli.vector_index import VectorIndex
+from mempalace_cli.storage import vector_index
+from mempalace_cli.storage.catalog import Catalog
+from mempalace_cli.storage.vector_index import VectorIndex
 palace, mode, kind = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 if mode == "full":
     vector_index.ANN_MIN_ROWS = 10**12
@@ -149,8 +149,8 @@ def exact_truth(x: Any, q: Any, k: int = 10) -> Any:
 
 
 def fill_catalogue(palace: Path, x: Any) -> float:
-    """A real catalogue (mempalace_cli.catalog.Catalog) holding ids, wing/room and vectors."""
-    from mempalace_cli.catalog import Catalog
+    """A real catalogue (storage.catalog.Catalog) holding ids, wing/room and vectors."""
+    from mempalace_cli.storage.catalog import Catalog
 
     shutil.rmtree(palace, ignore_errors=True)
     catalog = Catalog(palace)
@@ -174,7 +174,7 @@ def compare_first_stages(x: Any, q: Any, truth: Any, n_queries: int = 40) -> lis
     """Both first stages over the same int8 codes, in memory, with the index's own rescoring
     (int8 over the candidates, exact float32 cosine over the best 200). The sign pools: 1%,
     what the index uses (max(POOL_MIN, POOL_SHARE x n)) and 10% of the rows."""
-    from mempalace_cli.vector_index import POOL_MIN, POOL_SHARE
+    from mempalace_cli.storage.vector_index import POOL_MIN, POOL_SHARE
 
     n = len(x)
     x = np.asarray(x)
@@ -394,7 +394,7 @@ def save(results: dict[str, Any], out: Path, started: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mempalace_cli import vector_index
+    from mempalace_cli.storage import vector_index
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", default="100000,1000000")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mempalace_cli.config import resolve_settings
-from mempalace_cli.embedder import MODEL_NAME
+from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.embedders import DEFAULT_MODEL, E5_NAME, USE_NAME
+from mempalace_cli.embedders.base import MODEL_NAME
 from mempalace_cli.service import Palace
 
 PRODUCT_NAMES = {"minilm": MODEL_NAME, "use": USE_NAME, "e5": E5_NAME}

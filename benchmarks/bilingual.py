@@ -33,9 +33,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_models import DEFAULT, MODELS, new_palace  # noqa: E402
 
-from mempalace_cli import crosslingual  # noqa: E402
-from mempalace_cli.catalog import translated_share  # noqa: E402
-from mempalace_cli.fusion import LATIN, script_of  # noqa: E402
+from mempalace_cli.search import crosslingual  # noqa: E402
+from mempalace_cli.search.fusion import LATIN, script_of  # noqa: E402
+from mempalace_cli.storage.catalog import translated_share  # noqa: E402
 
 DEV_SET = REPO / "tests" / "data" / "bilingual_dev.json"
 DIRECTIONS = ("en->en", "zh->zh", "zh->en", "en->zh")

@@ -9,7 +9,7 @@ en->en, the time to load the splitter, and how fast it splits Chinese text.
     python benchmarks/cjk_tokenizers.py
 
 Variants: `unicode61` (before: a run of Chinese is one token), `bigrams` (the product:
-mempalace_cli/cjk.py), `trigram` (FTS5's trigram tokenizer, the approach MemPalace 3.11 takes
+mempalace_cli/common/cjk.py), `trigram` (FTS5's trigram tokenizer, the approach MemPalace 3.11 takes
 with Chroma), `jieba` and `rjieba` (dictionary segmenters; query and notes segmented alike).
 """
 
@@ -27,9 +27,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mempalace_cli.catalog import fts_query  # noqa: E402
-from mempalace_cli.cjk import index_text  # noqa: E402
-from mempalace_cli.wordlists import STOPWORDS  # noqa: E402
+from mempalace_cli.common.cjk import index_text  # noqa: E402
+from mempalace_cli.common.wordlists import STOPWORDS  # noqa: E402
+from mempalace_cli.storage.catalog import fts_query  # noqa: E402
 
 DEV_SET = REPO / "tests" / "data" / "bilingual_dev.json"
 Splitter = Callable[[str], str]

@@ -1,4 +1,4 @@
-"""What the dictionary bridge (mempalace_cli/crosslingual.py) costs a search.
+"""What the dictionary bridge (mempalace_cli/search/crosslingual.py) costs a search.
 
 Measures, on this machine:
 - loading CC-CEDICT in a fresh process (what a cold `mempalace search` with a Chinese query
@@ -35,11 +35,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bilingual import build_palace, load  # noqa: E402
 
-from mempalace_cli import crosslingual, fusion  # noqa: E402
-from mempalace_cli.catalog import translated_share  # noqa: E402
+from mempalace_cli.search import crosslingual, fusion  # noqa: E402
+from mempalace_cli.storage.catalog import translated_share  # noqa: E402
 
 LOAD_SCRIPT = (
-    "import time; t = time.perf_counter(); from mempalace_cli import crosslingual; "
+    "import time; t = time.perf_counter(); from mempalace_cli.search import crosslingual; "
     "crosslingual.dictionary(); print(time.perf_counter() - t)"
 )
 

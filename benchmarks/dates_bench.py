@@ -1,6 +1,6 @@
 """Does a time named in a question help search find the answer, and how should it be used?
 
-A question such as "what did we decide last month?" names a period (mempalace_cli/dates.py,
+A question such as "what did we decide last month?" names a period (mempalace_cli/search/dates.py,
 `find_period`, read at the question's own "now"). Five ways to use it are compared with plain
 search, on the same palaces:
 
@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_models import DEFAULT, new_palace  # noqa: E402
 
-from mempalace_cli.dates import Period, find_period  # noqa: E402
+from mempalace_cli.search.dates import Period, find_period  # noqa: E402
 
 DATA = REPO.parent / "shared" / "bench" / "longmemeval_s_dev50.json.xz"
 NOTES = REPO / "examples" / "notes"
@@ -177,7 +177,7 @@ def _in(stamp: str | None, period: Period) -> bool:
     """Whether a hit's date falls in the period (its local day, clock.py)."""
     if not stamp:
         return False
-    from mempalace_cli.clock import local_date
+    from mempalace_cli.common.clock import local_date
 
     return period.since <= local_date(stamp) < period.before
 

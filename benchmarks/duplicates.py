@@ -5,7 +5,7 @@
 Pairs of short texts written for this script: an update (another day, number, person or a
 negation) should be filed; a restatement (case, punctuation, spacing) should be refused. Prints
 each pair's cosine similarity under all-MiniLM-L6-v2 and use-multilingual-v3, and what the
-duplicate check decides (the same words, mempalace_cli/sameness.py; the candidates are the
+duplicate check decides (the same words, mempalace_cli/search/sameness.py; the candidates are the
 nearest drawers by meaning) against similarity >= 0.9 alone.
 Writes benchmarks/results/duplicates.{json,md}.
 """
@@ -21,8 +21,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mempalace_cli.embedder import get_embedder  # noqa: E402
-from mempalace_cli.sameness import says_the_same  # noqa: E402
+from mempalace_cli.embedders.base import get_embedder  # noqa: E402
+from mempalace_cli.search.sameness import says_the_same  # noqa: E402
 
 THRESHOLD = 0.9
 FACT = "The production deploy of the billing service is on Tuesday at 02:00 UTC."

@@ -25,8 +25,8 @@ CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 import rich
-import mempalace_cli.embedder as E
-from mempalace_cli.embedder import get_embedder
+import mempalace_cli.embedders.base as E
+from mempalace_cli.embedders.base import get_embedder
 E.BATCH_TOKENS = int(sys.argv[1])
 texts = []
 for p in sorted(Path(rich.__file__).parent.glob("*.py")):

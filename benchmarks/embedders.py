@@ -53,8 +53,8 @@ from retrieval import (  # noqa: E402
     render_turn,
 )
 
-from mempalace_cli.embedder import get_embedder  # noqa: E402
 from mempalace_cli.embedders import E5_NAME, MODELS, USE_NAME  # noqa: E402
+from mempalace_cli.embedders.base import get_embedder  # noqa: E402
 
 ALL = ["all-MiniLM-L6-v2", USE_NAME, E5_NAME]
 BILINGUAL = REPO / "tests" / "data" / "bilingual_dev.json"

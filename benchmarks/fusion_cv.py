@@ -36,7 +36,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mempalace_cli import fusion as product  # noqa: E402
+from mempalace_cli.search import fusion as product  # noqa: E402
 
 FOLDS = 7
 # USE's fusion before issue 27: the vector side read against its own spread, keywords x3.

@@ -100,7 +100,7 @@ class CachingEmbedder:
 
 
 def palace_with(embedder: CachingEmbedder, path: Path, home: Path, model: str) -> Any:
-    from mempalace_cli.config import resolve_settings
+    from mempalace_cli.common.config import resolve_settings
     from mempalace_cli.service import Palace
 
     class CachedPalace(Palace):

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.catalog import Catalog
-from mempalace_cli.config import resolve_settings
+from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.service import Palace
+from mempalace_cli.storage.catalog import Catalog
 
 
 def fill_catalogue(palace: Path, drawers: int, wings: int, rooms: int, seed: int) -> None:

@@ -3,7 +3,7 @@
     python benchmarks/keyword_stage.py                    # 100k drawers
     python benchmarks/keyword_stage.py --sizes 100000,1000000
 
-For each size: a catalogue (mempalace_cli.catalog.Catalog, the real schema, tokenizer and
+For each size: a catalogue (mempalace_cli.storage.catalog.Catalog, the real schema, tokenizer and
 triggers; no Chroma, no vectors: the keyword side reads neither) holding that many drawers of
 scale.py's text (LongMemEval-S dev haystack turns recombined), then every query, in turn
 through the plain query (`ORDER BY bm25() LIMIT 50` over the OR of the terms), through
@@ -39,9 +39,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import numpy as np  # noqa: E402
 from scale import BENCH, LME_FILE, QUERIES, TurnPool  # noqa: E402
 
-from mempalace_cli import lexical_topk  # noqa: E402
-from mempalace_cli.catalog import Catalog, DrawerRow, fts_terms  # noqa: E402
-from mempalace_cli.vector_index import VectorIndex  # noqa: E402
+from mempalace_cli.storage import lexical_topk  # noqa: E402
+from mempalace_cli.storage.catalog import Catalog, DrawerRow, fts_terms  # noqa: E402
+from mempalace_cli.storage.vector_index import VectorIndex  # noqa: E402
 
 DEPTH = 50  # the search's candidate depth (service CANDIDATES)
 PLAIN = (

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from bench_models import new_palace  # noqa: E402
 from bilingual import DIRECTIONS, load  # noqa: E402
 
-from mempalace_cli.fusion import script_of  # noqa: E402
+from mempalace_cli.search.fusion import script_of  # noqa: E402
 
 ALPHAS = (0.0, 0.5, 0.8, 1.0)
 

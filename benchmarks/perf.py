@@ -179,7 +179,7 @@ def seed_chroma_model_cache(home: Path) -> Path:
 
     Chroma only downloads when one of six files is missing; it reads model.onnx and
     tokenizer.json. The other four are written from the tokenizer's own data."""
-    from mempalace_cli.embedder import locate_model
+    from mempalace_cli.embedders.base import locate_model
 
     files = locate_model()
     dest = home.joinpath(*CHROMA_MODEL_SUBDIR)
@@ -359,7 +359,7 @@ def cold_search(tools: list[tuple[Tool, Path]], queries: list[str]) -> dict[str,
 
 
 def our_warm_search(palace: Path, home: Path, queries: list[str]) -> list[float]:
-    from mempalace_cli.config import resolve_settings
+    from mempalace_cli.common.config import resolve_settings
     from mempalace_cli.service import Palace
 
     p = Palace(resolve_settings(palace, home=home))
@@ -376,8 +376,8 @@ def our_warm_search(palace: Path, home: Path, queries: list[str]) -> list[float]
 def mining_overhead(corpus: Path, mined_palace: Path, home: Path, work: Path) -> dict[str, Any]:
     """In one process, model loaded: embed the chunks the CLI mine produced, then mine the
     same corpus into a fresh palace. Overhead = mine / embed - 1."""
-    from mempalace_cli.config import resolve_settings
-    from mempalace_cli.embedder import get_embedder
+    from mempalace_cli.common.config import resolve_settings
+    from mempalace_cli.embedders.base import get_embedder
     from mempalace_cli.service import Palace
 
     src = Palace(resolve_settings(mined_palace, home=home))
@@ -414,9 +414,9 @@ def scaled_warm_search(
     the copy number, vector jittered and renormalised) until the palace holds `target`."""
     import numpy as np
 
-    from mempalace_cli.catalog import DrawerRow
-    from mempalace_cli.config import resolve_settings
+    from mempalace_cli.common.config import resolve_settings
     from mempalace_cli.service import Palace
+    from mempalace_cli.storage.catalog import DrawerRow
 
     src = Palace(resolve_settings(mined_palace, home=home))
     rows = list(src.catalog.iter_drawers())

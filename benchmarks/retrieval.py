@@ -162,7 +162,7 @@ def dump_candidates(
 ) -> dict[str, Any]:
     """Both sides' raw candidate lists (50 deep), for offline fusion tuning (tune_fusion.py),
     with the query's script and each candidate's script where it differs from LATIN."""
-    from mempalace_cli.fusion import LATIN, script_of
+    from mempalace_cli.search.fusion import LATIN, script_of
 
     _, vec, lex = palace.search_candidates(query, wing, room, 50)
     ids = list(dict.fromkeys([h[0] for h in vec] + [i for i, _ in lex]))
@@ -593,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         lme, locomo = lme[: args.limit], locomo[: args.limit]
     from dataclasses import asdict
 
-    from mempalace_cli import fusion
+    from mempalace_cli.search import fusion
 
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M"),

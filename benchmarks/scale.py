@@ -175,7 +175,7 @@ class StandInEmbedder:
 
 def stand_in_palace(palace: Path, home: Path, timers: dict[str, float]) -> Any:
     """A Palace whose embedder is the stand-in, with the Chroma and catalogue writes timed."""
-    from mempalace_cli.config import resolve_settings
+    from mempalace_cli.common.config import resolve_settings
     from mempalace_cli.service import Palace
 
     stand_in = StandInEmbedder()
@@ -467,8 +467,8 @@ def measure(work: Path, n_queries: int, pool: TurnPool, size: int) -> dict[str, 
 
 
 def palace_model(palace: Path) -> str | None:
-    from mempalace_cli.catalog import Catalog
     from mempalace_cli.service.models import MODEL_META
+    from mempalace_cli.storage.catalog import Catalog
 
     catalog = Catalog(palace)
     try:
@@ -515,8 +515,8 @@ import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
 from pathlib import Path
-from mempalace_cli.catalog import Catalog
-from mempalace_cli.vector_index import VectorIndex
+from mempalace_cli.storage.catalog import Catalog
+from mempalace_cli.storage.vector_index import VectorIndex
 palace, mode = Path(sys.argv[1]), sys.argv[2]
 index = VectorIndex(palace, Catalog(palace).conn)
 q = np.random.default_rng(int(sys.argv[3])).standard_normal(int(sys.argv[4])).astype(np.float32)
@@ -546,7 +546,7 @@ def vector_only(size: int, work: Path) -> dict[str, Any]:
     only ids, wing/room and vectors (no Chroma, no text): what the index costs, alone."""
     import numpy as np
 
-    from mempalace_cli.catalog import Catalog
+    from mempalace_cli.storage.catalog import Catalog
 
     palace = work / f"vector-only-{size}"
     shutil.rmtree(palace, ignore_errors=True)

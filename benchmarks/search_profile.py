@@ -55,8 +55,9 @@ OLD_LEXICAL = (
 def old_keyword_side(enable: bool) -> None:
     """Switch Catalog.lexical_search and DrawerOps.fuse_candidates to their previous form (the
     match joined before the LIMIT; the query weight counted for every search), or back."""
-    from mempalace_cli import catalog, fusion
+    from mempalace_cli.search import fusion
     from mempalace_cli.service.drawers import DrawerOps
+    from mempalace_cli.storage import catalog
 
     saved = "_new_keyword_side"
     if not hasattr(catalog.Catalog, saved):
@@ -123,9 +124,9 @@ class Stages:
 
 def timed_round(p: Any, mode: str, stages: Stages) -> list[dict[str, Any]]:
     """One pass over QUERIES with every stage wrapped: per query, {stage: (wall, cpu)}."""
-    from mempalace_cli import fusion
-    from mempalace_cli.catalog import Catalog
-    from mempalace_cli.vector_index import VectorIndex
+    from mempalace_cli.search import fusion
+    from mempalace_cli.storage.catalog import Catalog
+    from mempalace_cli.storage.vector_index import VectorIndex
 
     stages.wrap(p.embedder, "embed_query", "query embedding")
     stages.wrap(VectorIndex, "nearest", "vector side (index)")

@@ -1,5 +1,5 @@
 """Start-up of a fresh `mempalace search ... --json` (process start to exit), with the model
-cache (mempalace_cli/model_cache.py) off and on, in the same run, for each model.
+cache (mempalace_cli/embedders/cache.py) off and on, in the same run, for each model.
 
     python benchmarks/startup.py                       # 10k drawers, both models, 10 rounds
     python benchmarks/startup.py --drawers 10000 --rounds 10 --models use,minilm
@@ -45,7 +45,7 @@ BATCH = 1000
 
 
 def build(work: Path, model: str, drawers: int, pool: TurnPool) -> dict[str, Any]:
-    from mempalace_cli.config import resolve_settings
+    from mempalace_cli.common.config import resolve_settings
     from mempalace_cli.embedders import MODELS as REGISTRY
     from mempalace_cli.service import Palace
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mempalace_cli.catalog import DrawerRow
-from mempalace_cli.config import resolve_settings
-from mempalace_cli.embedder import DIMENSION
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.embedders.base import DIMENSION
 from mempalace_cli.service import Palace
+from mempalace_cli.storage.catalog import DrawerRow
 
 
 def _rows(n: int, start: int, rng: np.random.Generator) -> tuple[list[DrawerRow], np.ndarray]:

@@ -15,7 +15,7 @@ set by question (seeded shuffle into K folds). For each fold, the fusion with th
 objective on the other folds is chosen and scored on the held-out fold; the report gives
 each fold's held-out numbers, their mean and spread, the pooled held-out numbers per question
 type next to each single side, and the fusion chosen on all the dev data (the model's
-default in mempalace_cli/fusion.py, `BY_MODEL`; ties go to the fusion nearest the current
+default in mempalace_cli/search/fusion.py, `BY_MODEL`; ties go to the fusion nearest the current
 one). Objective: the mean of LongMemEval (R@5 + NDCG@10) / 2, LoCoMo
 session R@10 and the bilingual set's R@3 averaged over its four directions.
 """
@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_models import PRODUCT_NAMES  # noqa: E402
 
-from mempalace_cli.fusion import FusionParams, for_model, fuse  # noqa: E402
+from mempalace_cli.search.fusion import FusionParams, for_model, fuse  # noqa: E402
 
 VECTOR_ONLY = FusionParams(method="rrf", vector_weight=1.0, lexical_weight=0.0)
 LEXICAL_ONLY = FusionParams(method="rrf", vector_weight=0.0, lexical_weight=1.0)

@@ -37,8 +37,8 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     args = ap.parse_args()
 
-    from mempalace_cli.config import resolve_settings
-    from mempalace_cli.embedder import get_embedder
+    from mempalace_cli.common.config import resolve_settings
+    from mempalace_cli.embedders.base import get_embedder
     from mempalace_cli.service import Palace
 
     get_embedder().ensure_loaded()

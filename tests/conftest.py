@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
-from mempalace_cli.embedder import Embedder, get_embedder
 from mempalace_cli.embedders import DEFAULT_MODEL
+from mempalace_cli.embedders.base import Embedder, get_embedder
 
 REPO = Path(__file__).resolve().parent.parent
 NOTES = REPO / "examples" / "notes"
@@ -31,7 +31,7 @@ def _clear_mempalace_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
-# One model cache (mempalace_cli/model_cache.py) for the whole session, outside every test's
+# One model cache (mempalace_cli/embedders/cache.py) for the whole session, outside every test's
 # HOME: its entries are keyed by content, and one per test would write ~80 MB each time.
 _MODEL_CACHE: list[Path] = []
 
@@ -129,7 +129,7 @@ def palace_of_notes(base: Path, notes: dict[str, str], model: str | None = None)
     """A new palace under `base` (its own home) holding each note as one drawer in wing "team",
     room "notes", with the note's key as its source_file. `model`: the embedding model of the
     palace (the default model of new palaces when None)."""
-    from mempalace_cli.config import resolve_settings
+    from mempalace_cli.common.config import resolve_settings
     from mempalace_cli.service import Palace
 
     home = base / "home"

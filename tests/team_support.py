@@ -141,8 +141,8 @@ class Machine:
 
 def server_drawer_ids(url: str, database: str) -> list[str]:
     """Every drawer id on the server, as Chroma lists them (duplicates would show)."""
-    from mempalace_cli.chroma_server import ServerOptions, connect
-    from mempalace_cli.config import COLLECTION_NAME
+    from mempalace_cli.common.config import COLLECTION_NAME
+    from mempalace_cli.storage.chroma_server import ServerOptions, connect
 
     client = connect(ServerOptions(url=url, database=database))
     col = client.get_collection(COLLECTION_NAME, embedding_function=None)

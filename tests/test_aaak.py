@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli import aaak
-from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.memory import aaak
 from mempalace_cli.service import open_palace
 
 NOTES = Path(__file__).resolve().parent.parent / "examples" / "notes"

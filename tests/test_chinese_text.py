@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mempalace_cli import aaak
-from mempalace_cli.cjk import chinese_names, estimate_tokens
-from mempalace_cli.layers import fit_text
+from mempalace_cli.common.cjk import chinese_names, estimate_tokens
+from mempalace_cli.memory import aaak
+from mempalace_cli.memory.layers import fit_text
 from mempalace_cli.miners.chunking import chunk_text
 from mempalace_cli.miners.rooms import Room, detect_rooms, route_file
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.config import COLLECTION_NAME, resolve_settings
-from mempalace_cli.consistency import SERVER_CHECK_SECONDS
+from mempalace_cli.common.config import COLLECTION_NAME, resolve_settings
 from mempalace_cli.service import Palace
+from mempalace_cli.storage.consistency import SERVER_CHECK_SECONDS
 from tests.conftest import NOTES
 from tests.test_watch_support import wait_until
 

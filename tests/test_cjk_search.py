@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli.catalog import CATALOG_FILE, FTS_META, fts_query
-from mempalace_cli.cjk import index_text
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.common.cjk import index_text
+from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import open_palace
+from mempalace_cli.storage.catalog import CATALOG_FILE, FTS_META, fts_query
 
 REPORT_ZH = (
     "周三评审会决定：报表导出改成异步任务，导出完成后发邮件通知用户；"

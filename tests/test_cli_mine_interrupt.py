@@ -95,7 +95,7 @@ def test_the_resume_command_printed_after_ctrl_c_files_into_the_same_palace(tmp_
 # KeyboardInterrupt is swallowed (the statement fails instead), as a Ctrl-C under load did.
 CTRL_C_IN_SQLITE = """
 import os, signal, sys
-import mempalace_cli.catalog as catalog
+import mempalace_cli.storage.catalog as catalog
 
 index_text, calls = catalog._index_text, []
 

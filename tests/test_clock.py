@@ -1,4 +1,4 @@
-"""One notion of "today" and of an interval's end (mempalace_cli/clock.py), the same in the
+"""One notion of "today" and of an interval's end (mempalace_cli/common/clock.py), the same in the
 knowledge graph (query, timeline, `current`, stats) and in search's date filters: a date is a
 day on the user's calendar, `valid_to` is the fact's last day (inclusive), and MEMPALACE_NOW
 fixes the clock."""
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli import clock
-from mempalace_cli.errors import InvalidInputError
-from mempalace_cli.kg import KnowledgeGraph
+from mempalace_cli.common import clock
+from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.memory.kg import KnowledgeGraph
 from tests.test_watch_support import cli_env, mempalace_command
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.config import resolve_settings
+from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.service import Palace
 from tests.conftest import NOTES
 from tests.test_mcp_support import stdio_session

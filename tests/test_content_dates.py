@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.config import COLLECTION_NAME
+from mempalace_cli.common.config import COLLECTION_NAME
 from mempalace_cli.service import open_palace
 from tests.conftest import NOTES
 from tests.test_mcp_support import mempalace_command
@@ -160,8 +160,8 @@ def test_chat_drawers_are_dated_by_their_own_time(
 
 
 def test_hand_filed_drawers_are_dated_when_filed_unless_given_a_date(tmp_path: Path) -> None:
-    from mempalace_cli.config import resolve_settings
-    from mempalace_cli.errors import InvalidInputError
+    from mempalace_cli.common.config import resolve_settings
+    from mempalace_cli.common.errors import InvalidInputError
     from mempalace_cli.service import Palace
 
     palace = Palace(resolve_settings(tmp_path / "palace", home=tmp_path))

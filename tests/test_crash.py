@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.config import resolve_settings
+from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.service import Palace
-from mempalace_cli.sqlite_db import connect_read_only
+from mempalace_cli.storage.sqlite_db import connect_read_only
 from tests.conftest import NOTES
 from tests.test_watch_support import cli_env, mempalace_command, palace_snapshot, run_cli
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli import crosslingual, fusion
-from mempalace_cli.catalog import translated_share
 from mempalace_cli.embedders import USE_NAME
+from mempalace_cli.search import crosslingual, fusion
 from mempalace_cli.service import Palace
 from mempalace_cli.service.drawers import MAX_QUERY_CHARS
+from mempalace_cli.storage.catalog import translated_share
 from tests.conftest import palace_of_notes
 
 # Written for this test: one English note and Chinese notes on neighbouring topics (reports,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.service import open_palace
 
 

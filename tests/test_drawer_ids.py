@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.config import resolve_settings
-from mempalace_cli.drawer_ids import drawer_id, legacy_drawer_id
-from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.service import Palace
 from mempalace_cli.service.core import WRITE_IN_PROGRESS
+from mempalace_cli.storage.drawer_ids import drawer_id, legacy_drawer_id
 
 TEXT = "The heron count on the east marsh was forty-two this spring."
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli.embedder import Embedder
-from mempalace_cli.sameness import says_the_same, words
+from mempalace_cli.embedders.base import Embedder
+from mempalace_cli.search.sameness import says_the_same, words
 from mempalace_cli.service import Palace, open_palace
 
 FACT = "The production deploy of the billing service is on Tuesday at 02:00 UTC."

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mempalace_cli.config import resolve_settings
-from mempalace_cli.embedder import DIMENSION, MiniLMEmbedder, get_embedder, locate_model
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.embedders.base import DIMENSION, MiniLMEmbedder, get_embedder, locate_model
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_embedding_model_dir_points_at_another_folder(tmp_path, embedder, monkey
 
 
 def test_a_broken_model_dir_is_a_clear_error(tmp_path):
-    from mempalace_cli.errors import ModelUnavailableError
+    from mempalace_cli.common.errors import ModelUnavailableError
 
     with pytest.raises(ModelUnavailableError, match="missing model.onnx, tokenizer.json"):
         MiniLMEmbedder(tmp_path)

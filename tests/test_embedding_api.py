@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempalace_cli.config import COLLECTION_NAME
+from mempalace_cli.common.config import COLLECTION_NAME
 from mempalace_cli.embedders.e5 import E5Embedder
 
 MODEL = "multilingual-e5-small-q4"

@@ -247,7 +247,7 @@ def test_opens_a_palace_made_without_our_embedding_function(tmp_path, embedder, 
     collection, MemPalace's metadata keys, and no catalogue of ours."""
     import chromadb
 
-    from mempalace_cli.embedder import get_embedder
+    from mempalace_cli.embedders.base import get_embedder
 
     palace = tmp_path / "their_palace"
     client = chromadb.PersistentClient(path=str(palace))  # MemPalace's way: default settings

@@ -1,12 +1,12 @@
-"""The confidence-aware fusion (mempalace_cli/fusion.py) on hand-made score lists: what each
+"""The confidence-aware fusion (mempalace_cli/search/fusion.py) on hand-made score lists: what each
 rule is for, shown on the case it was made for. The end-to-end effect is measured in
 benchmarks/tune_fusion.py and exercised through real searches in test_hybrid.py and
 test_cjk_search.py."""
 
 from __future__ import annotations
 
-from mempalace_cli import fusion
-from mempalace_cli.fusion import CJK, LATIN, FusionParams, fuse, script_of
+from mempalace_cli.search import fusion
+from mempalace_cli.search.fusion import CJK, LATIN, FusionParams, fuse, script_of
 
 DEFAULT = FusionParams(one_script_rrf=False)  # the confidence rules themselves
 
@@ -79,7 +79,7 @@ def test_each_tuned_model_is_a_model_the_palace_can_use() -> None:
     """BY_MODEL is keyed by the names palaces record; a renamed model would silently fall back
     to DEFAULT."""
     from mempalace_cli.embedders import MODELS
-    from mempalace_cli.fusion import BY_MODEL, DEFAULT, for_model
+    from mempalace_cli.search.fusion import BY_MODEL, DEFAULT, for_model
 
     assert set(BY_MODEL) <= set(MODELS)
     assert for_model("multilingual-e5-small-q4") == DEFAULT

@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
-from mempalace_cli.embedder import Embedder
-from mempalace_cli.graph import PalaceGraph
+from mempalace_cli.embedders.base import Embedder
+from mempalace_cli.memory.graph import PalaceGraph
 from mempalace_cli.service import open_palace
 
 # alpha: auth, database, notes   beta: auth, deploy   gamma: deploy, budget

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.config import resolve_settings
+from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.miners.chunking import CHUNK_CHARS, chunk_text
 from mempalace_cli.miners.convos.jsonstream import TOO_DEEP
 from mempalace_cli.service import Palace

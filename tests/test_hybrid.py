@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import Palace, open_palace
 
 # Near neighbours of the query in meaning, none sharing a (stemmed) word with it.

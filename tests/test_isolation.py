@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mempalace_cli.config import mempalace_home, resolve_settings
+from mempalace_cli.common.config import mempalace_home, resolve_settings
 
 SEEN: list[Path] = []
 # The one variable the isolation sets besides MEMPALACE_HOME: the test session's own model

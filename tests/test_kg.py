@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
-from mempalace_cli.errors import InvalidInputError, NoPalaceError, NotFoundError
-from mempalace_cli.kg import KG_FILE, parse_date
+from mempalace_cli.common.errors import InvalidInputError, NoPalaceError, NotFoundError
+from mempalace_cli.memory.kg import KG_FILE, parse_date
 from mempalace_cli.service import open_palace
 
 BEFORE, SWITCH, AFTER = "2026-03-01", "2026-03-12", "2026-04-01"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.config import resolve_settings
-from mempalace_cli.errors import MemPalaceError
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.common.errors import MemPalaceError
 from mempalace_cli.service import Palace
 from tests.team_support import shared_server, unique_database
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mempalace_cli import fusion
-from mempalace_cli.catalog import Catalog, DrawerRow, fts_query
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.embedders.base import Embedder
+from mempalace_cli.search import fusion
 from mempalace_cli.service import open_palace
+from mempalace_cli.storage.catalog import Catalog, DrawerRow, fts_query
 
 # Few words, some very common: many drawers match, many scores tie.
 COMMON = "new best way make time good help home".split()

@@ -11,8 +11,8 @@ import random
 import numpy as np
 import pytest
 
-from mempalace_cli import lexical_topk
-from mempalace_cli.catalog import Catalog, DrawerRow, fts_terms
+from mempalace_cli.storage import lexical_topk
+from mempalace_cli.storage.catalog import Catalog, DrawerRow, fts_terms
 
 COMMON = "new best way make time good help home plan work".split()
 MIDDLE = [f"mid{i}" for i in range(30)]

@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
-from mempalace_cli.embedder import Embedder
-from mempalace_cli.mcp_tools import MCP_TOOL_NAMES, READ_TOOLS
+from mempalace_cli.embedders.base import Embedder
+from mempalace_cli.mcp.tools import MCP_TOOL_NAMES, READ_TOOLS
 from mempalace_cli.service import open_palace
 from tests.test_mcp_support import McpSession, http_session, stdio_session
 

@@ -28,8 +28,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import Implementation
 
-from mempalace_cli import errors
-from mempalace_cli.locking import PalaceLock
+from mempalace_cli.common import errors
 from mempalace_cli.service.audit import (
     ACTIVITY_FILE,
     MAX_ROWS,
@@ -38,6 +37,7 @@ from mempalace_cli.service.audit import (
     Caller,
     read_activity,
 )
+from mempalace_cli.storage.locking import PalaceLock
 from tests.conftest import NOTES
 from tests.test_honest_exits import _as_unprivileged
 from tests.test_mcp_support import CALL_TIMEOUT, McpSession, http_server

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from mempalace_cli.mcp_server import build_server, check_http_options
+from mempalace_cli.mcp.server import build_server, check_http_options
 from mempalace_cli.service import open_palace
 from tests.conftest import CliFn
 from tests.test_mcp_support import http_session

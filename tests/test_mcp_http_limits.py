@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.mcp_transport import GRACEFUL_SECONDS
+from mempalace_cli.mcp.transport import GRACEFUL_SECONDS
 from mempalace_cli.service import open_palace
 from tests.test_mcp_support import START_TIMEOUT, free_port, http_server, mempalace_command
 from tests.test_mcp_wire import INITIALIZE

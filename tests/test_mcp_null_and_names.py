@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.mcp_tools import TOOLS, TOOLS_BY_NAME
+from mempalace_cli.mcp.tools import TOOLS, TOOLS_BY_NAME
 from tests.conftest import CliFn
 from tests.test_mcp_support import McpSession, stdio_session
 

@@ -15,9 +15,9 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import Client
 
-from mempalace_cli.mcp_doc import current_block, tools_block
-from mempalace_cli.mcp_server import build_server
-from mempalace_cli.mcp_tools import TOOLS_BY_NAME
+from mempalace_cli.mcp.doc import current_block, tools_block
+from mempalace_cli.mcp.server import build_server
+from mempalace_cli.mcp.tools import TOOLS_BY_NAME
 from mempalace_cli.service import open_palace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_their_required_arguments_are_enough_here(client: tuple[Any, Client]) ->
 
 def test_readme_tool_list_is_generated_from_the_server() -> None:
     assert current_block(README.read_text(encoding="utf-8")) == tools_block(), (
-        "README's MCP tool list is out of date: run python -m mempalace_cli.mcp_doc --write "
+        "README's MCP tool list is out of date: run python -m mempalace_cli.mcp.doc --write "
         "README.md"
     )
 

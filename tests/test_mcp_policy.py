@@ -20,11 +20,11 @@ from mcp import Client
 from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
-from mempalace_cli.config import mcp_mine_roots, resolve_settings
-from mempalace_cli.embedder import Embedder
-from mempalace_cli.errors import ConfigError
-from mempalace_cli.mcp_options import ServeOptions
-from mempalace_cli.mcp_policy import (
+from mempalace_cli.common.config import mcp_mine_roots, resolve_settings
+from mempalace_cli.common.errors import ConfigError
+from mempalace_cli.embedders.base import Embedder
+from mempalace_cli.mcp.options import ServeOptions
+from mempalace_cli.mcp.policy import (
     MAX_BULK_DELETE,
     SHOWN_DRAWERS,
     SHOWN_SOURCES,
@@ -32,8 +32,8 @@ from mempalace_cli.mcp_policy import (
     check_mine_source,
     too_broad,
 )
-from mempalace_cli.mcp_server import build_server
-from mempalace_cli.mcp_tools import READ_TOOLS, TOOLS_BY_NAME, WRITE_TOOLS
+from mempalace_cli.mcp.server import build_server
+from mempalace_cli.mcp.tools import READ_TOOLS, TOOLS_BY_NAME, WRITE_TOOLS
 from mempalace_cli.service import open_palace
 from tests.conftest import CliFn
 from tests.test_mcp_support import McpSession, http_session, stdio_session

@@ -1,4 +1,4 @@
-"""The one rule for serving over HTTP (mempalace_cli/http_access.py), against real
+"""The one rule for serving over HTTP (mempalace_cli/serving/access.py), against real
 `mempalace serve-mcp --transport http` processes: whatever spelling --host is given in, the
 server either refuses to start without a token, with a message that says why, or it binds a
 loopback address and refuses every request whose Host or Origin names another site (DNS
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli.errors import InvalidInputError
-from mempalace_cli.mcp_auth import TOKEN_ENV, check_http_options, is_loopback
+from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.serving.auth import TOKEN_ENV, check_http_options, is_loopback
 from tests.test_mcp_http_auth import ADD_DRAWER
 from tests.test_mcp_support import START_TIMEOUT, free_port, mempalace_command
 from tests.test_mcp_wire import INITIALIZE, post

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempalace_cli.catalog import CATALOG_FILE
-from mempalace_cli.config import resolve_settings
-from mempalace_cli.embedder import MODEL_NAME, get_embedder
-from mempalace_cli.kg import KG_FILE, KnowledgeGraph
-from mempalace_cli.migrate import VECTOR_TOLERANCE
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.embedders.base import MODEL_NAME, get_embedder
+from mempalace_cli.memory.kg import KG_FILE, KnowledgeGraph
 from mempalace_cli.service import Palace
+from mempalace_cli.service.migration import VECTOR_TOLERANCE
+from mempalace_cli.storage.catalog import CATALOG_FILE
 from tests.conftest import NOTES
 from tests.team_support import shared_server, unique_database
 from tests.test_mcp_support import mempalace_command

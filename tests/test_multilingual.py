@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempalace_cli.config import COLLECTION_NAME
-from mempalace_cli.embedder import MODEL_NAME, get_embedder
+from mempalace_cli.common.config import COLLECTION_NAME
 from mempalace_cli.embedders import DEFAULT_MODEL, USE_NAME
+from mempalace_cli.embedders.base import MODEL_NAME, get_embedder
 from mempalace_cli.service import Palace
 from tests.conftest import NOTES as NOTES_DIR
 from tests.conftest import palace_of_notes

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.catalog import CATALOG_FILE
-from mempalace_cli.config import COLLECTION_NAME
-from mempalace_cli.consistency import SERVER_CHECK_SECONDS
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.common.config import COLLECTION_NAME
+from mempalace_cli.embedders.base import Embedder
+from mempalace_cli.storage.catalog import CATALOG_FILE
+from mempalace_cli.storage.consistency import SERVER_CHECK_SECONDS
 from tests.conftest import NOTES
 from tests.test_chroma_server import _server_client, chroma_url  # noqa: F401 (fixture)
 from tests.test_mcp_support import McpSession, _session, mempalace_command

@@ -3,8 +3,8 @@ CJK characters, the same stop words."""
 
 from __future__ import annotations
 
-from mempalace_cli.catalog import fts_terms
-from mempalace_cli.passages import best_passage, query_terms, term_spans
+from mempalace_cli.search.passages import best_passage, query_terms, term_spans
+from mempalace_cli.storage.catalog import fts_terms
 
 
 def test_rare_cjk_characters_are_highlighted_like_common_ones() -> None:

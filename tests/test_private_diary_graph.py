@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import open_palace
 
 

@@ -7,10 +7,10 @@ import re
 import typer.main
 
 from mempalace_cli.cli import app
-from mempalace_cli.embedder import get_token_counter
-from mempalace_cli.layers import PROTOCOL_POINTER
-from mempalace_cli.mcp_tools import MCP_TOOL_NAMES
-from mempalace_cli.protocol import PROTOCOL, PROTOCOL_TOKEN_BUDGET
+from mempalace_cli.embedders.base import get_token_counter
+from mempalace_cli.mcp.tools import MCP_TOOL_NAMES
+from mempalace_cli.memory.layers import PROTOCOL_POINTER
+from mempalace_cli.memory.protocol import PROTOCOL, PROTOCOL_TOKEN_BUDGET
 from mempalace_cli.service import open_palace
 
 TOOL = re.compile(r"\bmempalace_\w+")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mempalace_cli.readme_blocks import GENERATORS, blocks, fresh_blocks
+from mempalace_cli.cli.readme_blocks import GENERATORS, blocks, fresh_blocks
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -18,5 +18,5 @@ def test_every_generated_block_in_the_readme_is_current() -> None:
     stale = [name for name in current if current[name] != fresh[name]]
     assert not stale, (
         f"README blocks out of date: {', '.join(stale)}. "
-        "Run: python -m mempalace_cli.readme_blocks --write README.md"
+        "Run: python -m mempalace_cli.cli.readme_blocks --write README.md"
     )

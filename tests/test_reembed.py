@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempalace_cli.catalog import CATALOG_FILE
-from mempalace_cli.config import COLLECTION_NAME, resolve_settings
-from mempalace_cli.embedder import MODEL_NAME, get_embedder
+from mempalace_cli.common.config import COLLECTION_NAME, resolve_settings
 from mempalace_cli.embedders import USE_NAME
+from mempalace_cli.embedders.base import MODEL_NAME, get_embedder
 from mempalace_cli.service import Palace
+from mempalace_cli.storage.catalog import CATALOG_FILE
 from tests.conftest import NOTES
 from tests.test_watch_support import cli_env, mempalace_command, run_cli
 

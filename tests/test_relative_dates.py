@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.dates import find_period, parse_period, resolve_range
-from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.search.dates import find_period, parse_period, resolve_range
 from tests.conftest import NOTES
 from tests.test_mcp_support import http_session
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.catalog import CATALOG_FILE
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import open_palace
+from mempalace_cli.storage.catalog import CATALOG_FILE
 
 QUERIES = [
     ("backup schedule", [], "hybrid"),

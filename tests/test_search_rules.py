@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
-from mempalace_cli.config import resolve_settings
-from mempalace_cli.embedder import Embedder
-from mempalace_cli.fusion import LATIN, script_of
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.embedders.base import Embedder
+from mempalace_cli.search.fusion import LATIN, script_of
 from mempalace_cli.service import Palace
 from tests.conftest import NOTES
 from tests.test_mcp_support import stdio_session

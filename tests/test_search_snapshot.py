@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.config import resolve_settings
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import Palace
 from tests.team_support import shared_server, unique_database
 

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
-from mempalace_cli.config import resolve_settings
+from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.miners import secrets
 from mempalace_cli.service import Palace
 from tests.conftest import NOTES

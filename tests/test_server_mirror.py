@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.catalog import DrawerRow
-from mempalace_cli.chroma_server import ServerOptions, connect
-from mempalace_cli.config import COLLECTION_NAME, resolve_settings
-from mempalace_cli.server_mirror import SERVER_TOKEN
+from mempalace_cli.common.config import COLLECTION_NAME, resolve_settings
 from mempalace_cli.service import Palace
+from mempalace_cli.service.server_mirror import SERVER_TOKEN
+from mempalace_cli.storage.catalog import DrawerRow
+from mempalace_cli.storage.chroma_server import ServerOptions, connect
 from tests.team_support import shared_server, unique_database
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli.embedder import Embedder
-from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import Palace, open_palace
 
 NOTES = Path(__file__).resolve().parent.parent / "examples" / "notes"

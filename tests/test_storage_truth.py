@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.chroma_server import ServerOptions, connect
-from mempalace_cli.config import COLLECTION_NAME, resolve_settings
+from mempalace_cli.common.config import COLLECTION_NAME, resolve_settings
 from mempalace_cli.service import Palace
-from mempalace_cli.sqlite_db import connect_read_only, sqlite_uri
+from mempalace_cli.storage.chroma_server import ServerOptions, connect
+from mempalace_cli.storage.sqlite_db import connect_read_only, sqlite_uri
 from tests.team_support import shared_server, unique_database
 from tests.test_mcp_support import mempalace_command
 
@@ -221,7 +221,7 @@ def _mempalace_311_palace(palace: Path) -> None:
     MemPalace's metadata keys) and nothing of ours."""
     import chromadb
 
-    from mempalace_cli.embedder import get_embedder
+    from mempalace_cli.embedders.base import get_embedder
 
     client = chromadb.PersistentClient(path=str(palace))
     col = client.get_or_create_collection("mempalace_drawers", metadata={"hnsw:space": "cosine"})
@@ -274,7 +274,7 @@ def test_reading_a_mempalace_311_palace_writes_nothing_into_its_folder(
     assert len(cached) == 1
     import chromadb
 
-    from mempalace_cli.embedder import get_embedder
+    from mempalace_cli.embedders.base import get_embedder
 
     client = chromadb.PersistentClient(path=str(palace))
     text = "Backups of the job queue database run nightly at 02:00."

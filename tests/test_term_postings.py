@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli import term_postings, vector_index
-from mempalace_cli.catalog import Catalog, fts_terms
 from mempalace_cli.service import open_palace
-from mempalace_cli.vector_index import INDEX_DIR
+from mempalace_cli.storage import term_postings, vector_index
+from mempalace_cli.storage.catalog import Catalog, fts_terms
+from mempalace_cli.storage.vector_index import INDEX_DIR
 from tests.other_process import run_in_another_process
 
 PLAIN = (

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import open_palace
 
 ORIGINAL = "The staging database is restored from the nightly snapshot every Monday."

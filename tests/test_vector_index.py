@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempalace_cli.catalog import CATALOG_FILE
-from mempalace_cli.embedder import Embedder
+from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import open_palace
-from mempalace_cli.vector_index import INDEX_DIR
+from mempalace_cli.storage.catalog import CATALOG_FILE
+from mempalace_cli.storage.vector_index import INDEX_DIR
 from tests.other_process import run_in_another_process
 
 QUERIES = [

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mempalace_cli import vector_index
-from mempalace_cli.catalog import Catalog
-from mempalace_cli.vector_index import INDEX_DIR, VectorIndex
+from mempalace_cli.storage import vector_index
+from mempalace_cli.storage.catalog import Catalog
+from mempalace_cli.storage.vector_index import INDEX_DIR, VectorIndex
 
 DIM = 384
 ROWS = 4000
@@ -158,9 +158,9 @@ FRESH_SEARCH = """
 import json, sys
 from pathlib import Path
 import numpy as np
-from mempalace_cli import vector_index
-from mempalace_cli.catalog import Catalog
-from mempalace_cli.vector_index import VectorIndex
+from mempalace_cli.storage import vector_index
+from mempalace_cli.storage.catalog import Catalog
+from mempalace_cli.storage.vector_index import VectorIndex
 for name, value in json.loads(sys.argv[2]).items():
     setattr(vector_index, name, value)
 palace = Path(sys.argv[1])
@@ -173,7 +173,7 @@ WRITE = """
 import sys, json
 from pathlib import Path
 import numpy as np
-from mempalace_cli.catalog import Catalog
+from mempalace_cli.storage.catalog import Catalog
 palace, new_vec = Path(sys.argv[1]), np.asarray(json.loads(sys.argv[2]), dtype=np.float32)
 catalog = Catalog(palace)
 with catalog.transaction() as conn:

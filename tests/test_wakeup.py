@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mempalace_cli.embedder import get_token_counter
-from mempalace_cli.layers import L0_NAME, L1_NAME, PROTOCOL_NAME, PROTOCOL_POINTER
-from mempalace_cli.protocol import PROTOCOL
+from mempalace_cli.embedders.base import get_token_counter
+from mempalace_cli.memory.layers import L0_NAME, L1_NAME, PROTOCOL_NAME, PROTOCOL_POINTER
+from mempalace_cli.memory.protocol import PROTOCOL
 from mempalace_cli.service import open_palace
 
 DECISION_NOTE = """# ADR-0012: Queue on Postgres

@@ -161,7 +161,7 @@ def palace_snapshot(palace: Path) -> dict[str, Any]:
     """Everything that defines a palace's drawers, read in this process from both sides:
     Chroma (ids, documents, metadata without timestamps) and the catalogue (rows and the file
     manifest), to compare a palace with one built by a clean run."""
-    from mempalace_cli.config import resolve_settings
+    from mempalace_cli.common.config import resolve_settings
     from mempalace_cli.service import Palace
 
     p = Palace(resolve_settings(str(palace)))

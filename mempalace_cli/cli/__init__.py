@@ -4,6 +4,9 @@ Each command parses its arguments, calls the service and renders the plain data 
 (rich on a terminal, one JSON document with --json). Every error, the core's or a usage error
 from Typer/Click, becomes a message and an exit status in one place, `env.report_error`, called
 from `PalaceGroup.invoke` (the core's errors) and `PalaceGroup.main` (usage errors).
+
+May import: everything below it (`mcp` and `serving` to start a server, `service`,
+and the layers under the service for rendering). Nothing imports the CLI.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typer._click.exceptions import ClickException
 from typer.core import TyperGroup
 from typer.exceptions import Abort
 
-from mempalace_cli import __version__, errors
+from mempalace_cli import __version__
 from mempalace_cli.cli.env import (
     CONTEXT_SETTINGS,
     EXIT_BROKEN_PIPE,
@@ -33,6 +36,7 @@ from mempalace_cli.cli.env import (
 )
 from mempalace_cli.cli.global_options import hoist_global_options, wants_json
 from mempalace_cli.cli.help_format import install as install_readable_help
+from mempalace_cli.common import errors
 
 install_readable_help()
 
@@ -79,7 +83,7 @@ class PalaceGroup(TyperGroup):
         def as_json() -> bool:  # --json anywhere: hoisted to this group's own option
             return bool(ctx.params.get("json_output"))
 
-        from mempalace_cli import model_cache
+        from mempalace_cli.embedders import cache as model_cache
 
         show_core_notes()
         stop_notice = model_cache.on_build(model_build_notice(get_env(ctx)))

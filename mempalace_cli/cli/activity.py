@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from mempalace_cli import errors
 from mempalace_cli.cli.env import (
     Env,
     escape,
@@ -19,6 +18,7 @@ from mempalace_cli.cli.env import (
     print_json,
     report_not_found,
 )
+from mempalace_cli.common import errors
 
 if TYPE_CHECKING:
     from mempalace_cli.service.audit import ActivityRow
@@ -87,7 +87,7 @@ def activity(
 def _tool_name(tool: str, json_output: bool) -> str:
     """The full tool name for --tool (search -> mempalace_search); an unknown name is "not
     found" with the closest tool names."""
-    from mempalace_cli.mcp_tools import MCP_TOOL_NAMES
+    from mempalace_cli.mcp.tools import MCP_TOOL_NAMES
 
     name = tool.strip()
     full = name if name.startswith("mempalace_") else f"mempalace_{name}"

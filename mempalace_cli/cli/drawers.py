@@ -19,7 +19,7 @@ from mempalace_cli.cli.env import (
     report_not_found,
 )
 from mempalace_cli.cli.hits import INDENT, drawer_lines, print_indented, where_label
-from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
@@ -238,7 +238,7 @@ def full_id(palace: Palace, text: str, missing_ok: bool = False) -> str:
     """The drawer id `text` stands for: itself, or the one id it is a unique start of (see
     `drawer_ids.expand_prefix`). With `missing_ok`, an id nothing matches comes back as
     given (the caller reports it)."""
-    from mempalace_cli.drawer_ids import expand_prefix
+    from mempalace_cli.storage.drawer_ids import expand_prefix
 
     palace.require()
     palace.sync()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from mempalace_cli import errors
+from mempalace_cli.common import errors
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,7 +88,7 @@ class Env:
 
     def palace(self) -> Palace:
         if self._palace is None:
-            from mempalace_cli.config import resolve_settings
+            from mempalace_cli.common.config import resolve_settings
             from mempalace_cli.service import open_palace
 
             settings = resolve_settings(

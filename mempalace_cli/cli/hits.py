@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.passages import best_passage, query_terms, term_spans
+from mempalace_cli.search.passages import best_passage, query_terms, term_spans
 
 if TYPE_CHECKING:
     from rich.console import Console

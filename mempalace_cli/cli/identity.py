@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from mempalace_cli.cli.env import get_env, json_option, markup, print_json
-from mempalace_cli.errors import NotFoundError
+from mempalace_cli.common.errors import NotFoundError
 
 
 def identity(

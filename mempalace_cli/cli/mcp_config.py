@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from mempalace_cli.cli.env import JSON_HELP, get_env, json_option, print_json
-from mempalace_cli.config import resolve_settings
+from mempalace_cli.common.config import resolve_settings
 
 SERVER_NAME = "mempalace"
 

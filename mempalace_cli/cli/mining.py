@@ -20,7 +20,7 @@ from mempalace_cli.cli.env import (
     print_json,
 )
 from mempalace_cli.cli.secret_lines import KEEP_SECRETS_HELP, render_secrets
-from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.common.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -117,7 +117,7 @@ def search(
     Example: mempalace search "why did we move off Auth0?" --wing notes -n 3
     """
     env = get_env(ctx)
-    from mempalace_cli.dates import resolve_range
+    from mempalace_cli.search.dates import resolve_range
 
     since, before = resolve_range(since, before, now, ("--since", "--before"))
     result = env.palace().search(
@@ -221,7 +221,7 @@ def _header(rank: int, item: dict[str, Any]) -> list[Text]:
 
 def _day(stamp: str) -> str:
     """The day a drawer is dated, on the user's calendar (a UTC time shown as its local day)."""
-    from mempalace_cli.clock import local_date
+    from mempalace_cli.common.clock import local_date
 
     try:
         return local_date(str(stamp))

@@ -76,9 +76,9 @@ def serve_mcp(
 
     Example: mempalace serve-mcp --transport http --port 8765 --token "$MEMPALACE_MCP_TOKEN"
     """
-    from mempalace_cli import mcp_server
-    from mempalace_cli.config import mcp_mine_roots
-    from mempalace_cli.mcp_options import ServeOptions
+    from mempalace_cli.common.config import mcp_mine_roots
+    from mempalace_cli.mcp import server as mcp_server
+    from mempalace_cli.mcp.options import ServeOptions
 
     palace = get_env(ctx).palace()
     try:

@@ -8,7 +8,6 @@ from typing import Any
 
 import typer
 
-from mempalace_cli import errors
 from mempalace_cli.cli.env import (
     Env,
     did_you_mean,
@@ -18,6 +17,7 @@ from mempalace_cli.cli.env import (
     print_json,
     report_not_found,
 )
+from mempalace_cli.common import errors
 
 JSON_HELP = "Print one JSON document on stdout instead of a tree or tables."
 

@@ -12,7 +12,7 @@ from mempalace_cli.cli.env import Env, markup
 from mempalace_cli.cli.mine_progress import MineProgress
 from mempalace_cli.cli.secret_lines import batch_note
 from mempalace_cli.cli.words import cli_words
-from mempalace_cli.errors import MemPalaceError
+from mempalace_cli.common.errors import MemPalaceError
 
 if TYPE_CHECKING:
     from mempalace_cli.service.mine_common import ConfirmMovesFn
@@ -57,7 +57,7 @@ def watch_folder(
     `mine`; while watching, it stops after the batch in flight."""
     from mempalace_cli.cli.mine_progress import stop_on_ctrl_c
     from mempalace_cli.cli.mining import progress_console, render_mine_report
-    from mempalace_cli.watch import FolderWatcher, stop_on_signals
+    from mempalace_cli.service.watch_loop import FolderWatcher, stop_on_signals
 
     palace = env.palace()
 

@@ -2,14 +2,16 @@
 
 Nothing here imports a model library: each implementation module imports its engine when it
 first embeds, so naming or listing models costs nothing.
+
+May import: `mempalace_cli.common` only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mempalace_cli.embedder import DIMENSION, MODEL_NAME, Embedder
-from mempalace_cli.errors import ConfigError, InvalidInputError
+from mempalace_cli.common.errors import ConfigError, InvalidInputError
+from mempalace_cli.embedders.base import DIMENSION, MODEL_NAME, Embedder
 
 API_PREFIX = "api:"
 USE_NAME = "use-multilingual-v3"

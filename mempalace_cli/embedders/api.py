@@ -19,8 +19,8 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.embedder import Embedder, utf8_safe
-from mempalace_cli.errors import ModelUnavailableError
+from mempalace_cli.common.errors import ModelUnavailableError
+from mempalace_cli.embedders.base import Embedder, utf8_safe
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,7 +33,7 @@ TIMEOUT_SECONDS = 120.0
 
 def endpoint_settings() -> tuple[str | None, str | None]:
     """(url, key) from the environment, else config.toml."""
-    from mempalace_cli.config import load_global_config, mempalace_home
+    from mempalace_cli.common.config import load_global_config, mempalace_home
 
     cfg = load_global_config(mempalace_home())
     url = os.environ.get(URL_ENV) or cfg.get("embedding_api_url") or None

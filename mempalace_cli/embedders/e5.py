@@ -14,8 +14,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.embedder import Embedder, utf8_safe
-from mempalace_cli.errors import ModelUnavailableError
+from mempalace_cli.common.errors import ModelUnavailableError
+from mempalace_cli.embedders.base import Embedder, utf8_safe
 
 if TYPE_CHECKING:
     import numpy as np

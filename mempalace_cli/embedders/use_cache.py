@@ -31,7 +31,7 @@ from bisect import bisect_left
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli import model_cache
+from mempalace_cli.embedders import cache as model_cache
 
 MODEL = "use-multilingual-v3"
 # Texts whose token ids and vectors an entry records and every load reproduces: Latin with

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mempalace_cli.cjk import CJK_CHAR, has_cjk
+from mempalace_cli.common.cjk import CJK_CHAR, has_cjk
 
 CHUNK_CHARS = 800
 OVERLAP_CHARS = 100

@@ -351,7 +351,7 @@ def filed_date(meta: dict[str, object], filed_at: str) -> dict[str, str]:
         given = str(meta["date"])
         stamp = read_date(given) if len(given) == 10 else _instant(given)
         if stamp is None:
-            from mempalace_cli.errors import InvalidInputError
+            from mempalace_cli.common.errors import InvalidInputError
 
             raise InvalidInputError(
                 f"The drawer's date {given!r} is not a date.",

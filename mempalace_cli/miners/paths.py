@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from mempalace_cli.textsafe import REPLACEMENT, is_clean
+from mempalace_cli.common.textsafe import REPLACEMENT, is_clean
 
 _ESCAPED_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")
 

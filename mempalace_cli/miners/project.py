@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.config import PROJECT_FILE, read_toml
-from mempalace_cli.errors import ConfigError
+from mempalace_cli.common.config import PROJECT_FILE, read_toml
+from mempalace_cli.common.errors import ConfigError
 from mempalace_cli.miners.chunking import Chunk, chunk_text
 from mempalace_cli.miners.files import SNIFF_BYTES, file_type_verdict, looks_textual
 from mempalace_cli.miners.rooms import Room, normalize_name, route_file

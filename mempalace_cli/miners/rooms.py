@@ -9,10 +9,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mempalace_cli.cjk import CJK_RUN, has_cjk
+from mempalace_cli.common.cjk import CJK_RUN, has_cjk
+from mempalace_cli.common.naming import GENERAL, normalize_name  # noqa: F401  (re-exported)
+from mempalace_cli.common.wordlists import STOPWORDS
 from mempalace_cli.miners.files import is_skipped_dir
-from mempalace_cli.naming import GENERAL, normalize_name  # noqa: F401  (re-exported)
-from mempalace_cli.wordlists import STOPWORDS
 
 _WORD = re.compile(r"[a-z][a-z0-9]+")
 

@@ -4,6 +4,9 @@
 and returns plain data (dicts, lists, strings, numbers), so every adapter renders the same
 results. Older areas live in their own modules and are mixed in here; newer ones are parts the
 palace owns and delegates to (`DrawerCuration`), so the facade's verbs stay visible here.
+
+May import: `search`, `miners`, `memory`, `storage`, `embedders` and `common`. Never a front
+end (`cli`, `mcp`, `serving`).
 """
 
 from __future__ import annotations
@@ -11,10 +14,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from mempalace_cli.config import Settings, resolve_settings
-from mempalace_cli.graph import PalaceGraph
-from mempalace_cli.kg_store import FactStore
-from mempalace_cli.layers import DEFAULT_BUDGET
+from mempalace_cli.common.config import Settings, resolve_settings
+from mempalace_cli.memory.graph import PalaceGraph
+from mempalace_cli.memory.kg_store import FactStore
+from mempalace_cli.memory.layers import DEFAULT_BUDGET
 from mempalace_cli.service.convos import ConvoMiningOps
 from mempalace_cli.service.curation import DrawerCuration
 from mempalace_cli.service.diary import Diary

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.errors import Failure, MemPalaceError
+from mempalace_cli.common.errors import Failure, MemPalaceError
 
 log = logging.getLogger("mempalace.mcp")
 
@@ -279,7 +279,7 @@ class ActivityLog:
                 "reading work; tools that write are refused."
             )
             return None
-        from mempalace_cli.sqlite_db import open_palace_db
+        from mempalace_cli.storage.sqlite_db import open_palace_db
 
         conn = open_palace_db(self.path, _SCHEMA, "The MCP activity log", hint=_hint(self.path))
         conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
@@ -287,7 +287,7 @@ class ActivityLog:
         return conn
 
     def _failed(self, exc: Exception) -> None:
-        from mempalace_cli.errors import failure_of
+        from mempalace_cli.common.errors import failure_of
 
         failure = failure_of(exc, self.path, "record the call in the activity log")
         if failure.kind == "permission_denied":
@@ -346,7 +346,7 @@ def read_activity(
     without the `mempalace_` prefix) or `client`'s when given, only failed ones with
     `errors_only`. An empty list when nothing was recorded yet. Opens the file read-only if
     this user may not write it."""
-    from mempalace_cli.errors import InvalidInputError
+    from mempalace_cli.common.errors import InvalidInputError
 
     if limit < 1:
         raise InvalidInputError(f"The limit must be at least 1, not {limit}.")
@@ -385,7 +385,7 @@ def activity_tools(palace_path: Path) -> list[str]:
 
 
 def _open_for_reading(palace_path: Path) -> sqlite3.Connection | None:
-    from mempalace_cli.sqlite_db import open_palace_db
+    from mempalace_cli.storage.sqlite_db import open_palace_db
 
     path = palace_path / ACTIVITY_FILE
     if not path.exists():

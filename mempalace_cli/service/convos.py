@@ -23,11 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.catalog import DrawerRow, FileRecord
-from mempalace_cli.drawer_ids import drawer_id as convo_drawer_id
-from mempalace_cli.drawer_ids import legacy_drawer_id
+from mempalace_cli.common.naming import normalize_name
 from mempalace_cli.miners.paths import source_key
-from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.mine_common import (
     DEFAULT_AGENT,
@@ -40,6 +37,9 @@ from mempalace_cli.service.mine_common import (
     resolve_dir,
 )
 from mempalace_cli.service.names import name_to_file
+from mempalace_cli.storage.catalog import DrawerRow, FileRecord
+from mempalace_cli.storage.drawer_ids import drawer_id as convo_drawer_id
+from mempalace_cli.storage.drawer_ids import legacy_drawer_id
 
 # The miners (the chat parsers above all) are imported where exports are mined, not here:
 # `import mempalace_cli.service` (every command, search included) then loads none of them.

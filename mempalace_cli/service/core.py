@@ -11,22 +11,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.catalog import VECTORS_META, Catalog, DrawerRow, FileRecord
-from mempalace_cli.chroma_server import ServerOptions
-from mempalace_cli.config import COLLECTION_NAME, Settings, resolve_settings
-from mempalace_cli.consistency import (
-    WRITE_IN_PROGRESS,
-    Consistency,
-    meta_from,
-    now_iso,
-    row_from,
-)
-from mempalace_cli.drawer_rules import prepare_rows
-from mempalace_cli.embedder import MODEL_NAME, Embedder, get_embedder
-from mempalace_cli.errors import IncompatiblePalaceError, NoPalaceError
-from mempalace_cli.locking import PalaceLock
-from mempalace_cli.palace_owner import index_dir
-from mempalace_cli.server_mirror import TeamLog
+from mempalace_cli.common.config import COLLECTION_NAME, Settings, resolve_settings
+from mempalace_cli.common.errors import IncompatiblePalaceError, NoPalaceError
+from mempalace_cli.embedders.base import MODEL_NAME, Embedder, get_embedder
 from mempalace_cli.service.models import (
     COLLECTION_META,
     MODEL_META,
@@ -37,7 +24,20 @@ from mempalace_cli.service.models import (
     dimension_of,
     drawer_collections,
 )
-from mempalace_cli.store import DrawerStore
+from mempalace_cli.service.server_mirror import TeamLog
+from mempalace_cli.storage.catalog import VECTORS_META, Catalog, DrawerRow, FileRecord
+from mempalace_cli.storage.chroma_server import ServerOptions
+from mempalace_cli.storage.consistency import (
+    WRITE_IN_PROGRESS,
+    Consistency,
+    meta_from,
+    now_iso,
+    row_from,
+)
+from mempalace_cli.storage.drawer_rules import prepare_rows
+from mempalace_cli.storage.locking import PalaceLock
+from mempalace_cli.storage.palace_owner import index_dir
+from mempalace_cli.storage.store import DrawerStore
 
 __all__ = ["WRITE_IN_PROGRESS", "PalaceCore", "crashpoint", "meta_from", "now_iso", "row_from"]
 

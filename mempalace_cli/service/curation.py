@@ -11,12 +11,12 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.catalog import DrawerRow
-from mempalace_cli.dates import resolve_range
-from mempalace_cli.errors import InvalidInputError, NotFoundError
-from mempalace_cli.filters import DrawerFilter, drawer_date
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.search.dates import resolve_range
 from mempalace_cli.service.core import now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
+from mempalace_cli.storage.catalog import DrawerRow
+from mempalace_cli.storage.filters import DrawerFilter, drawer_date
 
 if TYPE_CHECKING:
     from mempalace_cli.service.drawers import DrawerOps

@@ -11,11 +11,11 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.catalog import DrawerRow
-from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.service.drawers import _check_content
 from mempalace_cli.service.names import name_to_file, name_to_read
 from mempalace_cli.service.navigation import read_catalog
+from mempalace_cli.storage.catalog import DrawerRow
 
 if TYPE_CHECKING:
     from mempalace_cli.service.drawers import DrawerOps

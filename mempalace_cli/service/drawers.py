@@ -7,21 +7,27 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from mempalace_cli import crosslingual, fusion, search_rules
-from mempalace_cli.catalog import DrawerRow, translated_share
-from mempalace_cli.cjk import has_cjk
-from mempalace_cli.dates import Period, find_period, resolve_range
-from mempalace_cli.drawer_ids import candidate_ids, filed_under
-from mempalace_cli.drawer_ids import drawer_id as hand_filed_id
-from mempalace_cli.errors import InvalidInputError, NotFoundError
-from mempalace_cli.filters import DrawerFilter, dateless_counts_sql, dateless_hint, drawer_date
+from mempalace_cli.common.cjk import has_cjk
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.common.textsafe import clean_text
 from mempalace_cli.miners.dates import filed_date
-from mempalace_cli.sameness import says_the_same
+from mempalace_cli.search import crosslingual, fusion
+from mempalace_cli.search import rules as search_rules
+from mempalace_cli.search.dates import Period, find_period, resolve_range
+from mempalace_cli.search.sameness import says_the_same
 from mempalace_cli.service.core import PalaceCore, now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
-from mempalace_cli.store import where_filter
-from mempalace_cli.textsafe import clean_text
-from mempalace_cli.vector_index import VectorIndex
+from mempalace_cli.storage.catalog import DrawerRow, translated_share
+from mempalace_cli.storage.drawer_ids import candidate_ids, filed_under
+from mempalace_cli.storage.drawer_ids import drawer_id as hand_filed_id
+from mempalace_cli.storage.filters import (
+    DrawerFilter,
+    dateless_counts_sql,
+    dateless_hint,
+    drawer_date,
+)
+from mempalace_cli.storage.store import where_filter
+from mempalace_cli.storage.vector_index import VectorIndex
 
 MAX_RESULTS = 100
 MAX_DRAWER_CHARS = 100_000
@@ -30,7 +36,7 @@ MAX_DRAWER_CHARS = 100_000
 MAX_QUERY_CHARS = 10_000
 MAX_DISTANCE = 2.0  # cosine distance: 0 identical, 1 unrelated, 2 opposite
 DUPLICATE_THRESHOLD = 0.9
-# How deep each side ranks before fusion (mempalace_cli/fusion.py decides the order).
+# How deep each side ranks before fusion (mempalace_cli/search/fusion.py decides the order).
 CANDIDATES = 50
 SEARCH_MODES = ("hybrid", "vector", "lexical")
 
@@ -135,7 +141,7 @@ class DrawerOps(PalaceCore):
         time_in_query: bool = True,
     ) -> dict[str, Any]:
         """Rank drawers for `query`. `hybrid` fuses BM25 and vector scores by each side's
-        confidence (mempalace_cli/fusion.py);
+        confidence (mempalace_cli/search/fusion.py);
         `similarity` is always the cosine similarity of the query and the drawer, whatever the
         ranking.
 

@@ -13,9 +13,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.errors import NoPalaceError
-from mempalace_cli.kg import KG_FILE, KnowledgeGraph, entity_id, now_stamp, parse_date
-from mempalace_cli.kg_store import FactStore
+from mempalace_cli.common.errors import NoPalaceError
+from mempalace_cli.memory.kg import KG_FILE, KnowledgeGraph, entity_id, now_stamp, parse_date
+from mempalace_cli.memory.kg_store import FactStore
 from mempalace_cli.service.core import PalaceCore
 
 KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
@@ -33,7 +33,7 @@ class Knowledge:
         """The palace's facts: in its folder (SQLite), or on its Chroma server so that every
         machine of a team shares them (chromadb is imported for a server palace only)."""
         if self.core.settings.chroma_url:
-            from mempalace_cli.kg_store_chroma import ChromaFactStore
+            from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
 
             store = self.core.store
             assert store.server is not None
@@ -43,7 +43,7 @@ class Knowledge:
     @property
     def kg_location(self) -> str:
         if self.core.settings.chroma_url:
-            from mempalace_cli.kg_store_chroma import KG_COLLECTION
+            from mempalace_cli.memory.kg_store_chroma import KG_COLLECTION
 
             return f"{self.core.store.location} (collection {KG_COLLECTION})"
         return str(self.core.path / KG_FILE)
@@ -54,7 +54,7 @@ class Knowledge:
 
     def _kg_for_reading(self) -> FactStore:
         if self.core.settings.chroma_url:
-            from mempalace_cli.kg_store_chroma import ChromaFactStore
+            from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
 
             kg = self.kg
             if isinstance(kg, ChromaFactStore) and not kg.exists():

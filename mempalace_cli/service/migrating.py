@@ -1,12 +1,12 @@
-"""Moving the palace to or from a Chroma server (the work is in mempalace_cli/migrate.py)."""
+"""Moving the palace to or from a Chroma server (the work is in service/migration.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.migrate import DEFAULT_BATCH, Progress, migrate_palace
 from mempalace_cli.service.core import PalaceCore
+from mempalace_cli.service.migration import DEFAULT_BATCH, Progress, migrate_palace
 
 
 class MigrateOps(PalaceCore):

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.catalog import DrawerRow, FileRecord
-from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 from mempalace_cli.miners.paths import on_disk, source_key, storable
+from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 
 # Progress callback: (event, data). Events: "scan" {path, files} per file looked at,
 # "plan" {files, chunks}, "load" {} before the model loads, "embedded" {chunks} per slice,

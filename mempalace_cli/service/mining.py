@@ -11,12 +11,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.catalog import DrawerRow, FileRecord
-from mempalace_cli.config import PROJECT_FILE, write_toml
-from mempalace_cli.drawer_ids import drawer_id
-from mempalace_cli.errors import InvalidInputError
+from mempalace_cli.common.config import PROJECT_FILE, write_toml
+from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.common.naming import normalize_name
 from mempalace_cli.miners.paths import on_disk, source_key, storable
-from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.convos import ConvoMiningOps
 from mempalace_cli.service.core import now_iso
 from mempalace_cli.service.mine_common import (
@@ -35,6 +33,8 @@ from mempalace_cli.service.mine_common import (
     resolve_target,
 )
 from mempalace_cli.service.names import name_to_file
+from mempalace_cli.storage.catalog import DrawerRow, FileRecord
+from mempalace_cli.storage.drawer_ids import drawer_id
 
 # The miners are imported where files are mined, not here: `import mempalace_cli.service`
 # (every command, search included) then loads none of them.

@@ -24,10 +24,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mempalace_cli.config import COLLECTION_NAME, Settings
-from mempalace_cli.embedder import MODEL_NAME
+from mempalace_cli.common.config import COLLECTION_NAME, Settings
+from mempalace_cli.common.errors import IncompatiblePalaceError
 from mempalace_cli.embedders import DEFAULT_MODEL, MODELS, check_model_name, known_model
-from mempalace_cli.errors import IncompatiblePalaceError
+from mempalace_cli.embedders.base import MODEL_NAME
 
 MODEL_META = "embedding_model"
 COLLECTION_META = "collection"

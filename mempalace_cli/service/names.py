@@ -12,8 +12,8 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from mempalace_cli.errors import InvalidInputError
-from mempalace_cli.naming import normalize_name
+from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.common.naming import normalize_name
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from mempalace_cli.catalog import Catalog
-from mempalace_cli.errors import InvalidInputError, NotFoundError
-from mempalace_cli.graph import EXPORT_FORMATS, PalaceGraph
-from mempalace_cli.naming import normalize_name
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.common.naming import normalize_name
+from mempalace_cli.memory.graph import EXPORT_FORMATS, PalaceGraph
 from mempalace_cli.service.core import PalaceCore
 from mempalace_cli.service.names import name_to_read
+from mempalace_cli.storage.catalog import Catalog
 
 MAX_HOPS = 10
 

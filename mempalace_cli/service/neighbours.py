@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.catalog import DrawerRow
-from mempalace_cli.errors import InvalidInputError, NotFoundError
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.storage.catalog import DrawerRow
 
 if TYPE_CHECKING:
     from mempalace_cli.service.drawers import DrawerOps

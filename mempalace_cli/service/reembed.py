@@ -24,10 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mempalace_cli.catalog import VECTORS_META, DrawerRow
-from mempalace_cli.consistency import STORE_HEAD, read_log_head
+from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.embedders import MODELS, check_model_name
-from mempalace_cli.errors import InvalidInputError
 from mempalace_cli.service.core import WRITE_IN_PROGRESS, PalaceCore, crashpoint, meta_from
 from mempalace_cli.service.models import (
     ACTIVATED_KEY,
@@ -42,7 +40,9 @@ from mempalace_cli.service.models import (
     is_mempalace_collection,
     target_collection,
 )
-from mempalace_cli.store import collection_metadata
+from mempalace_cli.storage.catalog import VECTORS_META, DrawerRow
+from mempalace_cli.storage.consistency import STORE_HEAD, read_log_head
+from mempalace_cli.storage.store import collection_metadata
 
 BATCH = 64
 TARGET_META = "reembed_target"  # "<model>\t<collection>" while a reembed is unfinished

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mempalace_cli import aaak, layers
-from mempalace_cli.embedder import get_token_counter
-from mempalace_cli.errors import INIT_HINT, InvalidInputError
-from mempalace_cli.protocol import PROTOCOL
+from mempalace_cli.common.errors import INIT_HINT, InvalidInputError
+from mempalace_cli.embedders.base import get_token_counter
+from mempalace_cli.memory import aaak, layers
+from mempalace_cli.memory.protocol import PROTOCOL
 from mempalace_cli.service.core import PalaceCore
 
 

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.catalog import FileRecord
-from mempalace_cli.config import PROJECT_FILE
+from mempalace_cli.common.config import PROJECT_FILE
+from mempalace_cli.common.naming import normalize_name
 from mempalace_cli.miners.paths import on_disk, source_key, storable
-from mempalace_cli.naming import normalize_name
 from mempalace_cli.service.mine_common import (
     EMBED_GROUP,
     PER_FILE_ERRORS,
@@ -30,6 +29,7 @@ from mempalace_cli.service.mine_common import (
     resolve_dir,
 )
 from mempalace_cli.service.mining import MiningOps
+from mempalace_cli.storage.catalog import FileRecord
 
 # The miners are imported where paths are mined, not here: `import mempalace_cli.service`
 # (every command, search included) then loads none of them.

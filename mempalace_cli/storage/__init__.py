@@ -1,0 +1,11 @@
+"""Where drawers live: the Chroma store, the SQLite catalogue and keyword index, locks.
+
+Lives here: `store` (Chroma, embedded or a server), `catalog` (ids, metadata, keyword postings
+and vectors in SQLite), `vector_index`, `term_postings`, `lexical_topk`, `filters`,
+`consistency` (Chroma and the catalogue agree), `locking` (the one cross-process write lock),
+`sqlite_db`, `drawer_ids`, `drawer_rules`, `palace_owner`, `chroma_server` and
+`server_ledger` (a team palace on a Chroma server).
+
+May import: `mempalace_cli.common` and `mempalace_cli.embedders`. Never the service, search
+ranking, miners or any front end.
+"""
