@@ -226,8 +226,10 @@ def root(
 def _register() -> None:
     from mempalace_cli.cli import (
         activity,
+        coordination,
         diary,
         drawers,
+        hooks,
         identity,
         kg,
         mcp_config,
@@ -237,6 +239,7 @@ def _register() -> None:
         search,
         serve,
         traverse,
+        tunnels,
         wakeup,
     )
 
@@ -253,6 +256,9 @@ def _register() -> None:
     migrate.register(app)
     identity.register(app)
     activity.register(app)
+    tunnels.register(app)
+    coordination.register(app)
+    hooks.register(app)
 
 
 _register()

@@ -27,7 +27,8 @@ from mempalace_cli.common.errors import (
     failure_of,
 )
 from mempalace_cli.mcp.options import ServeOptions
-from mempalace_cli.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec, bind_arguments
+from mempalace_cli.mcp.spec import ToolSpec, bind_arguments
+from mempalace_cli.mcp.tools import TOOLS, TOOLS_BY_NAME
 from mempalace_cli.mcp.transport import (
     DEFAULT_PORT,
     HTTP_PATH,

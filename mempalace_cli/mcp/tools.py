@@ -1,392 +1,61 @@
-"""The MCP tools as one declarative table: name, title, hints, description, arguments (type,
-limits, size cap, the other names accepted for them), the MemPalace 3.11 argument names refused
-and why, the output schema, and the service call behind each tool.
+"""The MCP tools as tables: every tool's name, title, hints, description, arguments, output
+schema and the service call behind it (`spec.ToolSpec`).
 
-Everything else reads this table: the server builds `tools/list` and validates every call from
-it, the README's tool list is generated from it (`scripts/mcp_tools_doc.py`, checked by a test),
-and the schema-parity test compares it with MemPalace's. No mcp import here: the table is plain
-data, the adapter is `mcp_server.py`.
+Everything else reads these tables: the server builds `tools/list` and validates every call
+from them, the README's tool list is generated from them (`python -m mempalace_cli.mcp.doc`,
+checked by a test), and the schema-parity test compares them with MemPalace's. `TOOLS` gathers
+this module's `CORE_TOOLS` with the tools of the modules beside it (`tools_*.py`), each one a
+table of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.common.errors import INIT_HINT, InvalidInputError, NoPalaceError
+from mempalace_cli.mcp import tools_graph, tools_log
 from mempalace_cli.mcp.options import ServeOptions
 from mempalace_cli.mcp.policy import (
-    MAX_BULK_DELETE,
     MINE_ROOT_FLAG,
     bulk_view,
     check_bulk_count,
     check_bulk_source,
     check_mine_source,
 )
+from mempalace_cli.mcp.spec import (
+    ADD_OUT,
+    BEFORE,
+    BULK_DRY_RUN,
+    BULK_RULES,
+    DATE,
+    DRAWER_ID,
+    DRAWER_OUT,
+    ENTITY,
+    FACT_OUT,
+    FORGET_OUT,
+    PATH_CHARS,
+    QUERY_CHARS,
+    ROOM_FILE,
+    ROOM_FILTER,
+    SEARCH_HIT_OUT,
+    SINCE,
+    SPLIT_HINT,
+    TEXT_CHARS,
+    WING_FILE,
+    WING_FILTER,
+    Arg,
+    ToolSpec,
+    output_schema,
+    string_arg,
+)
 from mempalace_cli.memory.layers import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
 from mempalace_cli.service.curation import MAX_IDS, MAX_PAGE
 from mempalace_cli.service.diary import MAX_READ
-from mempalace_cli.service.drawers import (
-    DUPLICATE_THRESHOLD,
-    MAX_DISTANCE,
-    MAX_DRAWER_CHARS,
-    MAX_QUERY_CHARS,
-    MAX_RESULTS,
-)
+from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD, MAX_DISTANCE, MAX_RESULTS
 from mempalace_cli.service.navigation import MAX_HOPS
 
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
-
-# Size caps, checked before any work (documented in the README's MCP section).
-NAME_CHARS = 500  # wing, room, agent, entity, predicate, ids, dates...
-PATH_CHARS = 4096  # file and folder paths
-TEXT_CHARS = MAX_DRAWER_CHARS  # a drawer's text, a diary entry
-QUERY_CHARS = MAX_QUERY_CHARS  # a search query
-
-_MISSING = object()
-
-
-@dataclass(frozen=True)
-class Arg:
-    name: str
-    type: str  # JSON schema type: string, integer, number, boolean, array
-    description: str
-    required: bool = False
-    default: Any = _MISSING
-    minimum: float | None = None
-    maximum: float | None = None
-    exclusive_minimum: float | None = None
-    enum: tuple[str, ...] | None = None
-    max_chars: int | None = None  # strings (each item, for arrays of strings)
-    max_items: int | None = None
-    aliases: tuple[str, ...] = ()  # other names accepted with the same meaning
-    cap_hint: str = ""  # what to do when the size cap is hit
-
-    def schema(self) -> dict[str, Any]:
-        spec: dict[str, Any] = {"type": self.type, "description": self.description}
-        if self.type == "array":
-            spec["items"] = {"type": "string", "maxLength": self.max_chars or NAME_CHARS}
-            if self.max_items:
-                spec["maxItems"] = self.max_items
-        if self.type == "string" and self.max_chars:
-            spec["maxLength"] = self.max_chars
-        if self.enum:
-            spec["enum"] = list(self.enum) + ([] if self.required else [None])
-        for key, value in (
-            ("minimum", self.minimum),
-            ("maximum", self.maximum),
-            ("exclusiveMinimum", self.exclusive_minimum),
-        ):
-            if value is not None:
-                spec[key] = value
-        if self.default is not _MISSING and self.default is not None:
-            spec["default"] = self.default
-        if not self.required:  # null means the default (bind_arguments)
-            spec["type"] = [self.type, "null"]
-        return spec
-
-
-Call = Callable[["Palace", dict[str, Any]], dict[str, Any]]
-ServeCall = Callable[["Palace", dict[str, Any], ServeOptions], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    title: str
-    description: str
-    call: Call
-    output: dict[str, Any]
-    args: tuple[Arg, ...] = ()
-    read_only: bool = True
-    destructive: bool = False
-    idempotent: bool = False
-    # MemPalace 3.11 argument names this tool does not take, each with the reason.
-    refused: dict[str, str] = field(default_factory=dict)
-    # A call that needs what the server's owner allowed (mining roots): `serving` binds it.
-    serve_call: ServeCall | None = None
-
-    def serving(self, options: ServeOptions) -> ToolSpec:
-        """This tool as a server started with `options` runs it."""
-        if self.serve_call is None:
-            return self
-        serve_call = self.serve_call
-        return replace(self, call=lambda p, a: serve_call(p, a, options))
-
-    def input_schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {a.name: a.schema() for a in self.args},
-            "additionalProperties": False,
-        }
-        required = [a.name for a in self.args if a.required]
-        if required:
-            schema["required"] = required
-        return schema
-
-    def accepted(self) -> list[str]:
-        return [a.name for a in self.args]
-
-
-# -- binding and checking arguments ------------------------------------------------------------
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-}
-_TYPE_WORDS = {
-    "string": "a valid string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "array": "a list of strings",
-}
-
-
-def bind_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
-    """The call's arguments under their canonical names, defaults filled in, every value
-    checked against the table (type, range, size cap) before any work; null for an optional
-    argument means its default, as if it were left out. Raises
-    InvalidInputError naming each problem: unknown names (with the accepted ones), refused
-    MemPalace names (with why), missing or invalid values."""
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise InvalidInputError(
-            f"The arguments of {spec.name} must be an object of named values.",
-            hint=f"Accepted: {', '.join(spec.accepted()) or 'none'}.",
-        )
-    by_name = {a.name: a for a in spec.args}
-    for a in spec.args:
-        for alias in a.aliases:
-            by_name.setdefault(alias, a)
-    problems: list[str] = []
-    bound: dict[str, Any] = {}
-    given_as: dict[str, str] = {}  # canonical name -> the name the caller used
-    for key, value in arguments.items():
-        arg = by_name.get(key)
-        if arg is None:
-            if key in spec.refused:
-                problems.append(f"'{key}' is not supported here: {spec.refused[key]}")
-            else:
-                shown = key if len(key) <= 60 else key[:60] + "..."
-                problems.append(
-                    f"unknown argument '{shown}' (accepted: {', '.join(spec.accepted()) or 'none'})"
-                )
-            continue
-        if value is None and not arg.required:
-            continue  # null means "use the default", as if the argument were left out
-        if arg.name in given_as and given_as[arg.name] != key:
-            if bound.get(arg.name, _MISSING) != value:
-                problems.append(
-                    f"'{given_as[arg.name]}' and '{key}' mean the same thing; pass only one"
-                )
-            continue
-        given_as[arg.name] = key
-        problem = _check_value(arg, key, value)
-        if problem:
-            problems.append(problem)
-        else:
-            bound[arg.name] = value
-    for arg in spec.args:
-        if arg.name not in bound:
-            if arg.required:
-                if arg.name in given_as:  # given, and already reported as invalid
-                    continue
-                also = f" (or {', '.join(arg.aliases)})" if arg.aliases else ""
-                problems.append(
-                    f"'{arg.name}'{also} is required but missing ({arg.description.rstrip('.')})"
-                )
-            else:
-                bound[arg.name] = None if arg.default is _MISSING else arg.default
-    if problems:
-        raise InvalidInputError(
-            f"Invalid arguments for {spec.name}: " + "; ".join(problems) + ".",
-            hint="Fix these and call again; the tool's input schema lists every argument.",
-        )
-    return bound
-
-
-def _check_value(arg: Arg, key: str, value: Any) -> str | None:
-    if value is None:
-        if arg.required:
-            return f"'{key}' is required but null"
-        return None
-    wanted = _TYPES[arg.type]
-    if isinstance(value, bool) and arg.type != "boolean" or not isinstance(value, wanted):
-        got = type(value).__name__
-        return f"'{key}' is invalid: it should be {_TYPE_WORDS[arg.type]} (got {got})"
-    if arg.type == "string":
-        if arg.max_chars and len(value) > arg.max_chars:
-            return (
-                f"'{key}' is {len(value):,} characters; at most {arg.max_chars:,} are accepted"
-                + (f". {arg.cap_hint}" if arg.cap_hint else "")
-            )
-        if arg.enum and value not in arg.enum:
-            return f"'{key}' is invalid: use one of {', '.join(arg.enum)}"
-    if arg.type == "array":
-        if arg.max_items and len(value) > arg.max_items:
-            return f"'{key}' holds {len(value):,} items; at most {arg.max_items:,} per call"
-        cap = arg.max_chars or NAME_CHARS
-        if any(not isinstance(v, str) or len(v) > cap for v in value):
-            return f"'{key}' is invalid: every item should be a string of at most {cap} characters"
-    if arg.type in ("integer", "number"):
-        low, high = arg.minimum, arg.maximum
-        if low is not None and value < low or high is not None and value > high:
-            return f"'{key}' is invalid: it should be {_range(arg)} (got {value})"
-        if arg.exclusive_minimum is not None and value <= arg.exclusive_minimum:
-            return f"'{key}' is invalid: it should be above {arg.exclusive_minimum:g} (got {value})"
-    return None
-
-
-def _range(arg: Arg) -> str:
-    if arg.minimum is not None and arg.maximum is not None:
-        return f"{arg.minimum:g} to {arg.maximum:g}"
-    if arg.minimum is not None:
-        return f"at least {arg.minimum:g}"
-    return f"at most {arg.maximum:g}"
-
-
-# -- argument and output building blocks -------------------------------------------------------
-def _s(name: str, description: str, required: bool = False, **kw: Any) -> Arg:
-    kw.setdefault("max_chars", NAME_CHARS)
-    return Arg(name, "string", description, required=required, **kw)
-
-
-def _out(required: tuple[str, ...] = (), **props: Any) -> dict[str, Any]:
-    """An object schema: each property a JSON type name or a list of them ("?" suffix = null
-    allowed). Extra fields are allowed, so a client can rely on the listed ones."""
-    properties: dict[str, Any] = {}
-    for key, kind in props.items():
-        if isinstance(kind, dict):
-            properties[key] = kind
-            continue
-        nullable = kind.endswith("?")
-        kind = kind.rstrip("?")
-        properties[key] = {"type": [kind, "null"] if nullable else kind}
-    return {"type": "object", "properties": properties, "required": list(required)}
-
-
-WING_FILTER = (
-    "Only look in this wing: a name from mempalace_status, given as filed or as it was typed "
-    "when filed ('Team Notes' finds team_notes). No match gives an empty result with a hint."
-)
-ROOM_FILTER = "Only look in this room (same name rule as wing)."
-WING_FILE = "Wing to file into: the project, person or agent this is about (e.g. 'myapp')."
-ROOM_FILE = "Room inside the wing: the topic (e.g. 'decisions', 'auth'). Created if new."
-DRAWER_ID = "The drawer's id, exactly as returned in a result's drawer_id field."
-ENTITY = "Entity name, e.g. a person, project or tool ('Maya', 'myapp'). Matched by name."
-DATE = "A date as YYYY-MM-DD (or an ISO datetime)."
-SINCE = (
-    "Only drawers dated on or after this day: YYYY-MM-DD, or relative to the server's clock "
-    "('7d', 'yesterday', 'last week', 'last month', 'in March', '上个月'; a period counts from "
-    "its first day). A drawer's date is that of what it records: a chat turn's time, a note's "
-    "front matter, Date: line or dated file name, else the file's time. Drawers with no date are "
-    "left out and counted in hint."
-)
-BEFORE = (
-    "Only drawers dated strictly before this day (YYYY-MM-DD or relative, as since; 'last "
-    "month' means before its first day). Must be after since."
-)
-SPLIT_HINT = "Split it into several drawers, or save it as a file and mine the folder."
-
-DRAWER_OUT = _out(
-    ("drawer_id", "text", "wing", "room"),
-    drawer_id="string",
-    text="string",
-    wing="string",
-    room="string",
-    source_file="string",
-    filed_at="string",
-    metadata="object",
-)
-# A search hit: a drawer plus why it was found, so an agent can weigh a hit that only the
-# dictionary bridge found (a Chinese question, an English note) before quoting it as proof.
-SEARCH_HIT_OUT = {
-    **DRAWER_OUT,
-    "properties": DRAWER_OUT["properties"]
-    | {
-        "similarity": {
-            "type": ["number", "null"],
-            "description": "Cosine similarity of query and drawer, -1 to 1 (near 0: unrelated); "
-            "for keyword-only hits too. Compare it within one result list.",
-        },
-        "date": {
-            "type": ["string", "null"],
-            "description": "The date of what the drawer records (YYYY-MM-DD, or a UTC time): "
-            "what since/before compare; null when it has none.",
-        },
-        "matched_by": {
-            "type": "array",
-            "items": {"type": "string", "enum": ["vector", "lexical", "translated"]},
-            "description": "Which sides found this drawer: vector (meaning), lexical (the "
-            "query's words), translated (a Chinese query's words translated to English by "
-            "dictionary). A hit found by 'translated' alone is a lead to read, not proof.",
-        },
-        "duplicates": {
-            "type": "integer",
-            "description": "Only on a hit that stands for copies: how many other drawers hold "
-            "the same text (case, spacing and punctuation aside); they are not listed again.",
-        },
-        "duplicate_ids": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "The drawer ids of those copies (with duplicates).",
-        },
-    },
-    "required": ["drawer_id", "text"],
-}
-FACT_OUT = _out(
-    ("triple_id", "subject", "predicate", "object"),
-    triple_id="string",
-    subject="string",
-    predicate="string",
-    object="string",
-    valid_from="string?",
-    valid_to="string?",
-    confidence="number",
-    source="string?",
-    source_closet="string?",
-    source_drawer_id="string?",
-    source_file="string?",
-    current="boolean",
-)
-FORGET_OUT = _out(
-    ("dry_run", "removed", "matched", "drawers"),
-    dry_run="boolean",
-    removed="integer",
-    matched="integer",
-    drawers={"type": "array", "items": {"type": "object"}},
-    missing={"type": "array", "items": {"type": "string"}},
-    files_forgotten={"type": "array", "items": {"type": "string"}},
-    sources={"type": "array", "items": {"type": "object"}},
-    sources_total="integer",
-    drawers_not_shown="integer",
-    max_per_call="integer",
-    hint="string",
-)
-BULK_DRY_RUN = "true (the default): list what would go and remove nothing. false: remove."
-BULK_RULES = (
-    "A dry run unless you pass dry_run: false; the result counts the drawers and names their "
-    f"sources. At most {MAX_BULK_DELETE:,} drawers per call: a larger call is refused (narrow "
-    "it, or the owner runs `mempalace forget` in a terminal)."
-)
-ADD_OUT = _out(
-    ("success",),
-    success="boolean",
-    drawer_id="string",
-    wing="string",
-    room="string",
-    already_stored="boolean",
-    reason="string",
-    matches="array",
-    similar="array",
-    secrets_redacted="integer",
-)
 
 
 # -- the calls ----------------------------------------------------------------------
@@ -495,7 +164,7 @@ MINE_REFUSED = {
     "include_subagents": "chat exports are mined whole; there is no sub-agent filter",
 }
 
-TOOLS: tuple[ToolSpec, ...] = (
+CORE_TOOLS: tuple[ToolSpec, ...] = (
     # -- read ---------------------------------------------------------------------------------
     ToolSpec(
         "mempalace_status",
@@ -505,7 +174,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "memory protocol, the AAAK dialect and the embedding model (all-MiniLM-L6-v2 is "
         "English-only). Call this first; use its exact names in filters.",
         _status,
-        _out(
+        output_schema(
             (),
             total_drawers="integer",
             embedding_model="string",
@@ -524,22 +193,22 @@ TOOLS: tuple[ToolSpec, ...] = (
         "List wings",
         "Every wing (project, person or agent) with its drawer count.",
         lambda p, a: p.list_wings(),
-        _out(("wings",), wings="object"),
+        output_schema(("wings",), wings="object"),
     ),
     ToolSpec(
         "mempalace_list_rooms",
         "List rooms",
         "Rooms (topics) with their drawer counts, in one wing or merged across the palace.",
         lambda p, a: p.list_rooms(a["wing"]),
-        _out(("rooms",), wing="string?", rooms="object", hint="string"),
-        (_s("wing", "List only this wing's rooms; omit for every room in the palace."),),
+        output_schema(("rooms",), wing="string?", rooms="object", hint="string"),
+        (string_arg("wing", "List only this wing's rooms; omit for every room in the palace."),),
     ),
     ToolSpec(
         "mempalace_get_taxonomy",
         "Wing/room taxonomy",
         "The full tree: wing -> room -> drawer count.",
         lambda p, a: p.get_taxonomy(),
-        _out(("taxonomy",), taxonomy="object"),
+        output_schema(("taxonomy",), taxonomy="object"),
     ),
     ToolSpec(
         "mempalace_search",
@@ -550,7 +219,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "(the sides that found it). A filter "
         "that matches nothing returns no results and a hint naming the closest wings or rooms.",
         _search,
-        _out(
+        output_schema(
             ("query", "filters", "results"),
             query="string",
             filters="object",
@@ -565,7 +234,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             hint="string",
         ),
         (
-            _s(
+            string_arg(
                 "query",
                 "What to look for, in natural language or keywords. Must not be empty.",
                 required=True,
@@ -580,11 +249,11 @@ TOOLS: tuple[ToolSpec, ...] = (
                 minimum=1,
                 maximum=MAX_RESULTS,
             ),
-            _s("wing", WING_FILTER),
-            _s("room", ROOM_FILTER),
-            _s("since", SINCE),
-            _s("before", BEFORE),
-            _s(
+            string_arg("wing", WING_FILTER),
+            string_arg("room", ROOM_FILTER),
+            string_arg("since", SINCE),
+            string_arg("before", BEFORE),
+            string_arg(
                 "source_file",
                 "Only drawers from this source: the path as results show it, its ending "
                 "('auth.md') or a folder.",
@@ -609,9 +278,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "at least `threshold` similar with other words (perhaps an older version of the same "
         "fact) are listed under similar: they don't block a write.",
         lambda p, a: p.check_duplicate(a["content"], a["threshold"]),
-        _out(("is_duplicate", "matches"), is_duplicate="boolean", matches="array", similar="array"),
+        output_schema(
+            ("is_duplicate", "matches"), is_duplicate="boolean", matches="array", similar="array"
+        ),
         (
-            _s(
+            string_arg(
                 "content",
                 "The text you are about to file.",
                 required=True,
@@ -634,7 +305,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "AAAK dialect spec",
         "The AAAK dialect: the compressed shorthand used in summaries and diaries.",
         lambda p, a: {"aaak_spec": p.aaak_spec()},
-        _out(("aaak_spec",), aaak_spec="string"),
+        output_schema(("aaak_spec",), aaak_spec="string"),
     ),
     ToolSpec(
         "mempalace_get_drawer",
@@ -642,14 +313,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         "One whole drawer by id: its verbatim text, wing, room, source file and metadata.",
         lambda p, a: p.get_drawer(a["drawer_id"]),
         DRAWER_OUT,
-        (_s("drawer_id", DRAWER_ID, required=True),),
+        (string_arg("drawer_id", DRAWER_ID, required=True),),
     ),
     ToolSpec(
         "mempalace_get_drawers",
         "Get several drawers",
         "Several whole drawers by id, in the order asked; ids not found are listed in missing.",
         lambda p, a: p.get_drawers(a["drawer_ids"]),
-        _out(
+        output_schema(
             ("drawers", "missing"),
             drawers={"type": "array", "items": DRAWER_OUT},
             missing={"type": "array", "items": {"type": "string"}},
@@ -672,7 +343,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         lambda p, a: p.list_drawers(
             a["wing"], a["room"], a["since"], a["before"], a["limit"], a["offset"]
         ),
-        _out(
+        output_schema(
             ("drawers", "total", "limit", "offset", "has_more"),
             filters="object",
             drawers={"type": "array", "items": {"type": "object"}},
@@ -683,10 +354,10 @@ TOOLS: tuple[ToolSpec, ...] = (
             hint="string",
         ),
         (
-            _s("wing", WING_FILTER),
-            _s("room", ROOM_FILTER),
-            _s("since", SINCE),
-            _s("before", BEFORE),
+            string_arg("wing", WING_FILTER),
+            string_arg("room", ROOM_FILTER),
+            string_arg("since", SINCE),
+            string_arg("before", BEFORE),
             Arg(
                 "limit",
                 "integer",
@@ -712,21 +383,21 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         ADD_OUT,
         (
-            _s("wing", WING_FILE, required=True),
-            _s("room", ROOM_FILE, required=True),
-            _s(
+            string_arg("wing", WING_FILE, required=True),
+            string_arg("room", ROOM_FILE, required=True),
+            string_arg(
                 "content",
                 f"The text to keep, verbatim (at most {TEXT_CHARS:,} characters).",
                 required=True,
                 max_chars=TEXT_CHARS,
                 cap_hint=SPLIT_HINT,
             ),
-            _s(
+            string_arg(
                 "source_file",
                 "Where the text came from (a path or URL), if any.",
                 max_chars=PATH_CHARS,
             ),
-            _s("added_by", "Who files it: your agent name, or 'mcp'.", default="mcp"),
+            string_arg("added_by", "Who files it: your agent name, or 'mcp'.", default="mcp"),
         ),
         read_only=False,
         idempotent=True,
@@ -738,7 +409,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "text is embedded and indexed again, and refused (success: false, reason: 'duplicate') "
         "when another drawer already says the same words.",
         lambda p, a: p.update_drawer(a["drawer_id"], a["content"], a["wing"], a["room"]),
-        _out(
+        output_schema(
             ("success", "drawer_id"),
             success="boolean",
             drawer_id="string",
@@ -751,15 +422,15 @@ TOOLS: tuple[ToolSpec, ...] = (
             secrets_redacted="integer",
         ),
         (
-            _s("drawer_id", DRAWER_ID, required=True),
-            _s(
+            string_arg("drawer_id", DRAWER_ID, required=True),
+            string_arg(
                 "content",
                 "The new verbatim text; omit to keep it.",
                 max_chars=TEXT_CHARS,
                 cap_hint=SPLIT_HINT,
             ),
-            _s("wing", "Move the drawer to this wing; omit to keep it."),
-            _s("room", "Move the drawer to this room; omit to keep it."),
+            string_arg("wing", "Move the drawer to this wing; omit to keep it."),
+            string_arg("room", "Move the drawer to this room; omit to keep it."),
         ),
         read_only=False,
         idempotent=True,
@@ -769,8 +440,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Delete a drawer",
         "Permanently remove one drawer. Use only for content that is wrong or must go.",
         lambda p, a: p.delete_drawer(a["drawer_id"]),
-        _out(("success", "drawer_id"), success="boolean", drawer_id="string"),
-        (_s("drawer_id", DRAWER_ID, required=True),),
+        output_schema(("success", "drawer_id"), success="boolean", drawer_id="string"),
+        (string_arg("drawer_id", DRAWER_ID, required=True),),
         read_only=False,
         destructive=True,
         idempotent=True,
@@ -805,7 +476,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         _delete_by_source,
         FORGET_OUT,
         (
-            _s(
+            string_arg(
                 "source_file",
                 "The source file exactly as results show it, or a mined folder (its absolute "
                 "path).",
@@ -829,7 +500,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "no relative path), and symlinks and '..' are followed before the check, so a link "
         "out of an allowed folder is refused.",
         lambda p, a: _mine(p, a, ServeOptions()),
-        _out(
+        output_schema(
             ("directory", "wing", "mode", "dry_run", "files", "drawers"),
             directory="string",
             wing="string",
@@ -841,20 +512,22 @@ TOOLS: tuple[ToolSpec, ...] = (
             secrets="object",
         ),
         (
-            _s(
+            string_arg(
                 "source",
                 "The folder to mine: an absolute path inside an allowed folder.",
                 required=True,
                 max_chars=PATH_CHARS,
             ),
-            _s(
+            string_arg(
                 "mode",
                 "projects (notes, docs, code) or convos (chat exports).",
                 default="projects",
                 enum=("projects", "convos"),
             ),
-            _s("wing", "Wing to file into; default: the folder's mempalace.toml or its name."),
-            _s("agent", "Convos: the agent name recorded on each drawer."),
+            string_arg(
+                "wing", "Wing to file into; default: the folder's mempalace.toml or its name."
+            ),
+            string_arg("agent", "Convos: the agent name recorded on each drawer."),
             Arg("limit", "integer", "Mine at most this many files.", minimum=1),
             Arg("dry_run", "boolean", "Report what would change, write nothing.", default=False),
         ),
@@ -870,7 +543,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Facts about an entity, each with its validity interval and source. With as_of, the "
         "facts valid that day: valid_from <= as_of <= valid_to, both days included.",
         lambda p, a: p.kg_query(a["entity"], as_of=a["as_of"], direction=a["direction"]),
-        _out(
+        output_schema(
             ("entity", "facts", "count"),
             entity="string",
             as_of="string?",
@@ -880,9 +553,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             suggestions="array",
         ),
         (
-            _s("entity", ENTITY, required=True),
-            _s("as_of", "Only facts valid on this date (YYYY-MM-DD); omit for all."),
-            _s(
+            string_arg("entity", ENTITY, required=True),
+            string_arg("as_of", "Only facts valid on this date (YYYY-MM-DD); omit for all."),
+            string_arg(
                 "direction",
                 "'outgoing': the entity is the subject; 'incoming': the object; 'both'.",
                 default="both",
@@ -908,7 +581,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             object_type=a["object_type"],
             source_closet=a["source_closet"],
         ),
-        _out(
+        output_schema(
             ("triple_id", "created"),
             triple_id="string",
             created="boolean",
@@ -921,19 +594,21 @@ TOOLS: tuple[ToolSpec, ...] = (
             source_closet="string?",
         ),
         (
-            _s("subject", "Who or what the fact is about ('Maya').", required=True),
-            _s("predicate", "The relation, snake_case ('works_on').", required=True),
-            _s("object", "The value or other entity ('myapp').", required=True),
-            _s("valid_from", f"When it became true. {DATE} Omit if unknown."),
-            _s("valid_to", f"The last day it was true. {DATE} Omit if current."),
+            string_arg("subject", "Who or what the fact is about ('Maya').", required=True),
+            string_arg("predicate", "The relation, snake_case ('works_on').", required=True),
+            string_arg("object", "The value or other entity ('myapp').", required=True),
+            string_arg("valid_from", f"When it became true. {DATE} Omit if unknown."),
+            string_arg("valid_to", f"The last day it was true. {DATE} Omit if current."),
             Arg(
                 "confidence", "number", "How sure you are, 0-1.", default=1.0, minimum=0, maximum=1
             ),
-            _s("source_closet", "The closet (summary pointer) the fact came from, if any."),
-            _s("source_drawer_id", "The drawer this fact was read from, if any."),
-            _s("source_file", "The file this fact was read from, if any.", max_chars=PATH_CHARS),
-            _s("subject_type", "Kind of subject: person, project, tool, place..."),
-            _s("object_type", "Kind of object: person, project, tool, place..."),
+            string_arg("source_closet", "The closet (summary pointer) the fact came from, if any."),
+            string_arg("source_drawer_id", "The drawer this fact was read from, if any."),
+            string_arg(
+                "source_file", "The file this fact was read from, if any.", max_chars=PATH_CHARS
+            ),
+            string_arg("subject_type", "Kind of subject: person, project, tool, place..."),
+            string_arg("object_type", "Kind of object: person, project, tool, place..."),
         ),
         read_only=False,
         idempotent=True,
@@ -944,17 +619,17 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Mark a fact as no longer true after a date (its last day). Never deletes: history stays "
         "queryable with as_of.",
         lambda p, a: p.kg_invalidate(a["subject"], a["predicate"], a["object"], ended=a["ended"]),
-        _out(
+        output_schema(
             ("invalidated", "ended"),
             invalidated="integer",
             ended="string",
             facts={"type": "array", "items": FACT_OUT},
         ),
         (
-            _s("subject", "The fact's subject, as stored.", required=True),
-            _s("predicate", "The fact's predicate, as stored.", required=True),
-            _s("object", "The fact's object, as stored.", required=True),
-            _s("ended", f"The last day it was true. {DATE} Default: today."),
+            string_arg("subject", "The fact's subject, as stored.", required=True),
+            string_arg("predicate", "The fact's predicate, as stored.", required=True),
+            string_arg("object", "The fact's object, as stored.", required=True),
+            string_arg("ended", f"The last day it was true. {DATE} Default: today."),
         ),
         read_only=False,
     ),
@@ -967,18 +642,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         lambda p, a: p.kg_supersede(
             a["subject"], a["predicate"], a["old_object"], a["new_object"], at=a["at"]
         ),
-        _out(
+        output_schema(
             ("at", "ended", "started"),
             at="string",
             ended={"type": "array", "items": FACT_OUT},
             started=FACT_OUT,
         ),
         (
-            _s("subject", "The fact's subject ('MyProject').", required=True),
-            _s("predicate", "The relation ('uses').", required=True),
-            _s("old_object", "The value that stops being true ('Auth0').", required=True),
-            _s("new_object", "The value that replaces it ('Clerk').", required=True),
-            _s("at", f"The switch-over day. {DATE} Default: today."),
+            string_arg("subject", "The fact's subject ('MyProject').", required=True),
+            string_arg("predicate", "The relation ('uses').", required=True),
+            string_arg("old_object", "The value that stops being true ('Auth0').", required=True),
+            string_arg("new_object", "The value that replaces it ('Clerk').", required=True),
+            string_arg("at", f"The switch-over day. {DATE} Default: today."),
         ),
         read_only=False,
     ),
@@ -987,7 +662,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Fact timeline",
         "Facts in chronological order, for one entity or the whole graph, a page at a time.",
         lambda p, a: p.kg_timeline(a["entity"], limit=a["limit"], offset=a["offset"]),
-        _out(
+        output_schema(
             ("facts", "count"),
             entity="string?",
             facts={"type": "array", "items": FACT_OUT},
@@ -995,7 +670,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             offset="integer",
         ),
         (
-            _s("entity", f"{ENTITY} Omit for the whole graph."),
+            string_arg("entity", f"{ENTITY} Omit for the whole graph."),
             Arg("limit", "integer", "At most this many facts; omit for all.", minimum=1),
             Arg("offset", "integer", "Skip this many facts first (paging).", default=0, minimum=0),
         ),
@@ -1005,7 +680,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Knowledge-graph stats",
         "Counts of entities and facts (current and expired) and of each predicate in use.",
         lambda p, a: p.kg_stats(),
-        _out(
+        output_schema(
             ("entities", "triples"),
             entities="integer",
             triples="integer",
@@ -1023,7 +698,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "filed in several wings (a tunnel) leads into each of them. An unknown room gives "
         "found: false with close names in suggestions.",
         lambda p, a: p.traverse(a["start_room"], max_hops=a["max_hops"]),
-        _out(
+        output_schema(
             ("start", "found", "results", "count"),
             start="string",
             found="boolean",
@@ -1034,7 +709,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             message="string",
         ),
         (
-            _s(
+            string_arg(
                 "start_room",
                 "Room to start from (a name from mempalace_list_rooms).",
                 required=True,
@@ -1055,7 +730,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Rooms that appear in more than one wing: where projects and people meet. Diary rooms "
         "are private and never count.",
         lambda p, a: p.find_tunnels(wing_a=a["wing_a"], wing_b=a["wing_b"]),
-        _out(
+        output_schema(
             ("tunnels", "count"),
             wing_a="string?",
             wing_b="string?",
@@ -1063,8 +738,8 @@ TOOLS: tuple[ToolSpec, ...] = (
             count="integer",
         ),
         (
-            _s("wing_a", "First wing; omit for any wing."),
-            _s("wing_b", "Second wing; omit for any wing."),
+            string_arg("wing_a", "First wing; omit for any wing."),
+            string_arg("wing_b", "Second wing; omit for any wing."),
         ),
     ),
     ToolSpec(
@@ -1073,7 +748,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Counts of wings, rooms, drawers, tunnels and edges in the palace graph, and the top "
         "tunnels.",
         lambda p, a: p.graph_stats(),
-        _out((), rooms="integer", tunnels="integer", top_tunnels="array"),
+        output_schema((), rooms="integer", tunnels="integer", top_tunnels="array"),
     ),
     # -- diary --------------------------------------------------------------------------------
     ToolSpec(
@@ -1082,7 +757,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Append an entry to your own diary: a drawer in wing wing_<agent_name> (or the wing you "
         "name), room diary. Diaries stay private: they never form tunnels.",
         lambda p, a: p.diary_write(a["agent_name"], a["entry"], topic=a["topic"], wing=a["wing"]),
-        _out(
+        output_schema(
             ("success", "drawer_id", "wing"),
             success="boolean",
             drawer_id="string",
@@ -1093,13 +768,13 @@ TOOLS: tuple[ToolSpec, ...] = (
             secrets_redacted="integer",
         ),
         (
-            _s(
+            string_arg(
                 "agent_name",
                 "Your agent name (letters or digits); each agent has its own diary.",
                 required=True,
                 aliases=("agent",),
             ),
-            _s(
+            string_arg(
                 "entry",
                 "The entry: what you did, learned or decided (AAAK welcome).",
                 required=True,
@@ -1107,8 +782,8 @@ TOOLS: tuple[ToolSpec, ...] = (
                 aliases=("content",),
                 cap_hint="Write a shorter entry, or file the text with mempalace_add_drawer.",
             ),
-            _s("topic", "A short topic to file the entry under, if any."),
-            _s("wing", "File into this wing instead of wing_<agent_name>."),
+            string_arg("topic", "A short topic to file the entry under, if any."),
+            string_arg("wing", "File into this wing instead of wing_<agent_name>."),
         ),
         read_only=False,
     ),
@@ -1117,7 +792,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Read diary",
         "An agent's most recent diary entries, newest first, and how many there are in all.",
         lambda p, a: p.diary_read(a["agent_name"], last=a["last_n"], wing=a["wing"]),
-        _out(
+        output_schema(
             ("agent", "wing", "entries", "total"),
             agent="string",
             wing="string",
@@ -1125,7 +800,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             total="integer",
         ),
         (
-            _s("agent_name", "The agent whose diary to read.", required=True, aliases=("agent",)),
+            string_arg(
+                "agent_name", "The agent whose diary to read.", required=True, aliases=("agent",)
+            ),
             Arg(
                 "last_n",
                 "integer",
@@ -1135,7 +812,9 @@ TOOLS: tuple[ToolSpec, ...] = (
                 maximum=MAX_READ,
                 aliases=("last",),
             ),
-            _s("wing", "Read the agent's entries in this wing instead of wing_<agent_name>."),
+            string_arg(
+                "wing", "Read the agent's entries in this wing instead of wing_<agent_name>."
+            ),
         ),
     ),
     # -- context ------------------------------------------------------------------------------
@@ -1145,9 +824,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         "The same wake-up context as `mempalace wake-up`: identity plus the palace's most "
         "important drawers, within a token budget. Call at the start of a session.",
         lambda p, a: p.wake_up(wing=a["wing"], budget=a["budget"]),
-        _out(("text",), text="string", budget="integer", total_tokens="integer"),
+        output_schema(("text",), text="string", budget="integer", total_tokens="integer"),
         (
-            _s("wing", "Focus on this wing; omit for the whole palace."),
+            string_arg("wing", "Focus on this wing; omit for the whole palace."),
             Arg(
                 "budget",
                 "integer",
@@ -1160,6 +839,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
+TOOLS: tuple[ToolSpec, ...] = CORE_TOOLS + tools_graph.TOOLS + tools_log.TOOLS
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 MCP_TOOL_NAMES: tuple[str, ...] = tuple(TOOLS_BY_NAME)
 READ_TOOLS: tuple[str, ...] = tuple(t.name for t in TOOLS if t.read_only)

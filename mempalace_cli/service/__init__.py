@@ -19,6 +19,7 @@ from mempalace_cli.memory.graph import PalaceGraph
 from mempalace_cli.memory.kg_store import FactStore
 from mempalace_cli.memory.layers import DEFAULT_BUDGET
 from mempalace_cli.service.convos import ConvoMiningOps
+from mempalace_cli.service.coordination import Coordination
 from mempalace_cli.service.curation import DrawerCuration
 from mempalace_cli.service.diary import Diary
 from mempalace_cli.service.drawers import DrawerOps
@@ -28,6 +29,9 @@ from mempalace_cli.service.mining import MiningOps
 from mempalace_cli.service.navigation import PalaceNavigation
 from mempalace_cli.service.neighbours import DrawerNeighbours
 from mempalace_cli.service.reembed import ReembedOps
+from mempalace_cli.service.sessions import Sessions
+from mempalace_cli.service.tunnels import Tunnels
+from mempalace_cli.service.upkeep import Upkeep
 from mempalace_cli.service.wakeup import WakeUp
 from mempalace_cli.service.watching import WatchOps
 
@@ -41,6 +45,23 @@ class Palace(
     MigrateOps,
 ):
     """One palace: every operation the tool offers."""
+
+    # -- parts a front end calls directly (`palace.tunnels.create(...)`) ---------------------
+    @cached_property
+    def tunnels(self) -> Tunnels:
+        return Tunnels(self)
+
+    @cached_property
+    def upkeep(self) -> Upkeep:
+        return Upkeep(self)
+
+    @cached_property
+    def coordination(self) -> Coordination:
+        return Coordination(self)
+
+    @cached_property
+    def sessions(self) -> Sessions:
+        return Sessions(self)
 
     @cached_property
     def curation(self) -> DrawerCuration:

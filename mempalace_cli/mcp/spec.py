@@ -1,0 +1,376 @@
+"""How an MCP tool is declared and how a call's arguments are bound and checked.
+
+A `ToolSpec` holds a tool's name, title, hints, description, arguments (`Arg`: type, limits,
+size cap, the other names accepted), the MemPalace 3.11 argument names it refuses and why, its
+output schema and the service call behind it. The tables of tools live in `tools.py` (and the
+modules it gathers); the server (`server.py`) builds `tools/list` and validates calls from them.
+No mcp import here: this is plain data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.mcp.options import ServeOptions
+from mempalace_cli.mcp.policy import (
+    MAX_BULK_DELETE,
+)
+from mempalace_cli.service.drawers import (
+    MAX_DRAWER_CHARS,
+    MAX_QUERY_CHARS,
+)
+
+if TYPE_CHECKING:
+    from mempalace_cli.service import Palace
+
+# Size caps, checked before any work (documented in the README's MCP section).
+NAME_CHARS = 500  # wing, room, agent, entity, predicate, ids, dates...
+PATH_CHARS = 4096  # file and folder paths
+TEXT_CHARS = MAX_DRAWER_CHARS  # a drawer's text, a diary entry
+QUERY_CHARS = MAX_QUERY_CHARS  # a search query
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    type: str  # JSON schema type: string, integer, number, boolean, array
+    description: str
+    required: bool = False
+    default: Any = _MISSING
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: float | None = None
+    enum: tuple[str, ...] | None = None
+    max_chars: int | None = None  # strings (each item, for arrays of strings)
+    max_items: int | None = None
+    aliases: tuple[str, ...] = ()  # other names accepted with the same meaning
+    cap_hint: str = ""  # what to do when the size cap is hit
+
+    def schema(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"type": self.type, "description": self.description}
+        if self.type == "array":
+            spec["items"] = {"type": "string", "maxLength": self.max_chars or NAME_CHARS}
+            if self.max_items:
+                spec["maxItems"] = self.max_items
+        if self.type == "string" and self.max_chars:
+            spec["maxLength"] = self.max_chars
+        if self.enum:
+            spec["enum"] = list(self.enum) + ([] if self.required else [None])
+        for key, value in (
+            ("minimum", self.minimum),
+            ("maximum", self.maximum),
+            ("exclusiveMinimum", self.exclusive_minimum),
+        ):
+            if value is not None:
+                spec[key] = value
+        if self.default is not _MISSING and self.default is not None:
+            spec["default"] = self.default
+        if not self.required:  # null means the default (bind_arguments)
+            spec["type"] = [self.type, "null"]
+        return spec
+
+
+Call = Callable[["Palace", dict[str, Any]], dict[str, Any]]
+ServeCall = Callable[["Palace", dict[str, Any], ServeOptions], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    call: Call
+    output: dict[str, Any]
+    args: tuple[Arg, ...] = ()
+    read_only: bool = True
+    destructive: bool = False
+    idempotent: bool = False
+    # MemPalace 3.11 argument names this tool does not take, each with the reason.
+    refused: dict[str, str] = field(default_factory=dict)
+    # A call that needs what the server's owner allowed (mining roots): `serving` binds it.
+    serve_call: ServeCall | None = None
+
+    def serving(self, options: ServeOptions) -> ToolSpec:
+        """This tool as a server started with `options` runs it."""
+        if self.serve_call is None:
+            return self
+        serve_call = self.serve_call
+        return replace(self, call=lambda p, a: serve_call(p, a, options))
+
+    def input_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {a.name: a.schema() for a in self.args},
+            "additionalProperties": False,
+        }
+        required = [a.name for a in self.args if a.required]
+        if required:
+            schema["required"] = required
+        return schema
+
+    def accepted(self) -> list[str]:
+        return [a.name for a in self.args]
+
+
+# -- binding and checking arguments ------------------------------------------------------------
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+}
+_TYPE_WORDS = {
+    "string": "a valid string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "a list of strings",
+}
+
+
+def bind_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
+    """The call's arguments under their canonical names, defaults filled in, every value
+    checked against the table (type, range, size cap) before any work; null for an optional
+    argument means its default, as if it were left out. Raises
+    InvalidInputError naming each problem: unknown names (with the accepted ones), refused
+    MemPalace names (with why), missing or invalid values."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidInputError(
+            f"The arguments of {spec.name} must be an object of named values.",
+            hint=f"Accepted: {', '.join(spec.accepted()) or 'none'}.",
+        )
+    by_name = {a.name: a for a in spec.args}
+    for a in spec.args:
+        for alias in a.aliases:
+            by_name.setdefault(alias, a)
+    problems: list[str] = []
+    bound: dict[str, Any] = {}
+    given_as: dict[str, str] = {}  # canonical name -> the name the caller used
+    for key, value in arguments.items():
+        arg = by_name.get(key)
+        if arg is None:
+            if key in spec.refused:
+                problems.append(f"'{key}' is not supported here: {spec.refused[key]}")
+            else:
+                shown = key if len(key) <= 60 else key[:60] + "..."
+                problems.append(
+                    f"unknown argument '{shown}' (accepted: {', '.join(spec.accepted()) or 'none'})"
+                )
+            continue
+        if value is None and not arg.required:
+            continue  # null means "use the default", as if the argument were left out
+        if arg.name in given_as and given_as[arg.name] != key:
+            if bound.get(arg.name, _MISSING) != value:
+                problems.append(
+                    f"'{given_as[arg.name]}' and '{key}' mean the same thing; pass only one"
+                )
+            continue
+        given_as[arg.name] = key
+        problem = _check_value(arg, key, value)
+        if problem:
+            problems.append(problem)
+        else:
+            bound[arg.name] = value
+    for arg in spec.args:
+        if arg.name not in bound:
+            if arg.required:
+                if arg.name in given_as:  # given, and already reported as invalid
+                    continue
+                also = f" (or {', '.join(arg.aliases)})" if arg.aliases else ""
+                problems.append(
+                    f"'{arg.name}'{also} is required but missing ({arg.description.rstrip('.')})"
+                )
+            else:
+                bound[arg.name] = None if arg.default is _MISSING else arg.default
+    if problems:
+        raise InvalidInputError(
+            f"Invalid arguments for {spec.name}: " + "; ".join(problems) + ".",
+            hint="Fix these and call again; the tool's input schema lists every argument.",
+        )
+    return bound
+
+
+def _check_value(arg: Arg, key: str, value: Any) -> str | None:
+    if value is None:
+        if arg.required:
+            return f"'{key}' is required but null"
+        return None
+    wanted = _TYPES[arg.type]
+    if isinstance(value, bool) and arg.type != "boolean" or not isinstance(value, wanted):
+        got = type(value).__name__
+        return f"'{key}' is invalid: it should be {_TYPE_WORDS[arg.type]} (got {got})"
+    if arg.type == "string":
+        if arg.max_chars and len(value) > arg.max_chars:
+            return (
+                f"'{key}' is {len(value):,} characters; at most {arg.max_chars:,} are accepted"
+                + (f". {arg.cap_hint}" if arg.cap_hint else "")
+            )
+        if arg.enum and value not in arg.enum:
+            return f"'{key}' is invalid: use one of {', '.join(arg.enum)}"
+    if arg.type == "array":
+        if arg.max_items and len(value) > arg.max_items:
+            return f"'{key}' holds {len(value):,} items; at most {arg.max_items:,} per call"
+        cap = arg.max_chars or NAME_CHARS
+        if any(not isinstance(v, str) or len(v) > cap for v in value):
+            return f"'{key}' is invalid: every item should be a string of at most {cap} characters"
+    if arg.type in ("integer", "number"):
+        low, high = arg.minimum, arg.maximum
+        if low is not None and value < low or high is not None and value > high:
+            return f"'{key}' is invalid: it should be {_range(arg)} (got {value})"
+        if arg.exclusive_minimum is not None and value <= arg.exclusive_minimum:
+            return f"'{key}' is invalid: it should be above {arg.exclusive_minimum:g} (got {value})"
+    return None
+
+
+def _range(arg: Arg) -> str:
+    if arg.minimum is not None and arg.maximum is not None:
+        return f"{arg.minimum:g} to {arg.maximum:g}"
+    if arg.minimum is not None:
+        return f"at least {arg.minimum:g}"
+    return f"at most {arg.maximum:g}"
+
+
+# -- argument and output building blocks -------------------------------------------------------
+def string_arg(name: str, description: str, required: bool = False, **kw: Any) -> Arg:
+    kw.setdefault("max_chars", NAME_CHARS)
+    return Arg(name, "string", description, required=required, **kw)
+
+
+def output_schema(required: tuple[str, ...] = (), **props: Any) -> dict[str, Any]:
+    """An object schema: each property a JSON type name or a list of them ("?" suffix = null
+    allowed). Extra fields are allowed, so a client can rely on the listed ones."""
+    properties: dict[str, Any] = {}
+    for key, kind in props.items():
+        if isinstance(kind, dict):
+            properties[key] = kind
+            continue
+        nullable = kind.endswith("?")
+        kind = kind.rstrip("?")
+        properties[key] = {"type": [kind, "null"] if nullable else kind}
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+WING_FILTER = (
+    "Only look in this wing: a name from mempalace_status, given as filed or as it was typed "
+    "when filed ('Team Notes' finds team_notes). No match gives an empty result with a hint."
+)
+ROOM_FILTER = "Only look in this room (same name rule as wing)."
+WING_FILE = "Wing to file into: the project, person or agent this is about (e.g. 'myapp')."
+ROOM_FILE = "Room inside the wing: the topic (e.g. 'decisions', 'auth'). Created if new."
+DRAWER_ID = "The drawer's id, exactly as returned in a result's drawer_id field."
+ENTITY = "Entity name, e.g. a person, project or tool ('Maya', 'myapp'). Matched by name."
+DATE = "A date as YYYY-MM-DD (or an ISO datetime)."
+SINCE = (
+    "Only drawers dated on or after this day: YYYY-MM-DD, or relative to the server's clock "
+    "('7d', 'yesterday', 'last week', 'last month', 'in March', '上个月'; a period counts from "
+    "its first day). A drawer's date is that of what it records: a chat turn's time, a note's "
+    "front matter, Date: line or dated file name, else the file's time. Drawers with no date are "
+    "left out and counted in hint."
+)
+BEFORE = (
+    "Only drawers dated strictly before this day (YYYY-MM-DD or relative, as since; 'last "
+    "month' means before its first day). Must be after since."
+)
+SPLIT_HINT = "Split it into several drawers, or save it as a file and mine the folder."
+
+DRAWER_OUT = output_schema(
+    ("drawer_id", "text", "wing", "room"),
+    drawer_id="string",
+    text="string",
+    wing="string",
+    room="string",
+    source_file="string",
+    filed_at="string",
+    metadata="object",
+)
+# A search hit: a drawer plus why it was found, so an agent can weigh a hit that only the
+# dictionary bridge found (a Chinese question, an English note) before quoting it as proof.
+SEARCH_HIT_OUT = {
+    **DRAWER_OUT,
+    "properties": DRAWER_OUT["properties"]
+    | {
+        "similarity": {
+            "type": ["number", "null"],
+            "description": "Cosine similarity of query and drawer, -1 to 1 (near 0: unrelated); "
+            "for keyword-only hits too. Compare it within one result list.",
+        },
+        "date": {
+            "type": ["string", "null"],
+            "description": "The date of what the drawer records (YYYY-MM-DD, or a UTC time): "
+            "what since/before compare; null when it has none.",
+        },
+        "matched_by": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["vector", "lexical", "translated"]},
+            "description": "Which sides found this drawer: vector (meaning), lexical (the "
+            "query's words), translated (a Chinese query's words translated to English by "
+            "dictionary). A hit found by 'translated' alone is a lead to read, not proof.",
+        },
+        "duplicates": {
+            "type": "integer",
+            "description": "Only on a hit that stands for copies: how many other drawers hold "
+            "the same text (case, spacing and punctuation aside); they are not listed again.",
+        },
+        "duplicate_ids": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The drawer ids of those copies (with duplicates).",
+        },
+    },
+    "required": ["drawer_id", "text"],
+}
+FACT_OUT = output_schema(
+    ("triple_id", "subject", "predicate", "object"),
+    triple_id="string",
+    subject="string",
+    predicate="string",
+    object="string",
+    valid_from="string?",
+    valid_to="string?",
+    confidence="number",
+    source="string?",
+    source_closet="string?",
+    source_drawer_id="string?",
+    source_file="string?",
+    current="boolean",
+)
+FORGET_OUT = output_schema(
+    ("dry_run", "removed", "matched", "drawers"),
+    dry_run="boolean",
+    removed="integer",
+    matched="integer",
+    drawers={"type": "array", "items": {"type": "object"}},
+    missing={"type": "array", "items": {"type": "string"}},
+    files_forgotten={"type": "array", "items": {"type": "string"}},
+    sources={"type": "array", "items": {"type": "object"}},
+    sources_total="integer",
+    drawers_not_shown="integer",
+    max_per_call="integer",
+    hint="string",
+)
+BULK_DRY_RUN = "true (the default): list what would go and remove nothing. false: remove."
+BULK_RULES = (
+    "A dry run unless you pass dry_run: false; the result counts the drawers and names their "
+    f"sources. At most {MAX_BULK_DELETE:,} drawers per call: a larger call is refused (narrow "
+    "it, or the owner runs `mempalace forget` in a terminal)."
+)
+ADD_OUT = output_schema(
+    ("success",),
+    success="boolean",
+    drawer_id="string",
+    wing="string",
+    room="string",
+    already_stored="boolean",
+    reason="string",
+    matches="array",
+    similar="array",
+    secrets_redacted="integer",
+)
