@@ -82,9 +82,9 @@ def evaluate(model: str, data: dict[str, Any], root: Path, dump: list | None) ->
                 }
             )
         if dump is not None:
-            _, vec, lex = palace.search_candidates(q["query"], None, None, DEPTH)
+            _, vec, lex = palace.searching.search_candidates(q["query"], None, None, DEPTH)
             groups = crosslingual.translate(q["query"])
-            translated = translated_share(groups, palace.candidate_texts(vec, lex))
+            translated = translated_share(groups, palace.searching.candidate_texts(vec, lex))
             scripts = {n["id"]: script_of(n["text"]) for n in data["notes"]}
             dump.append(
                 {

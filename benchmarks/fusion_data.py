@@ -5,18 +5,25 @@ this files the fixed-protocol documents into fresh palaces exactly as benchmarks
 (`Palace.add_drawers`, the product's catalogue and keyword index) and records, per question:
 
 - the keyword side: BM25 candidates (50 deep, as a search asks) and the query's BM25 weight;
-- the vector side: the cosine similarity of the query to *every* document (what the product's
-  exact ranking returns, before its 50-deep cut);
-- passages: the best cosine over each document's passages (consecutive turns packed to about
-  800 characters, the size of a mined drawer), to measure scoring a long document by its parts;
-- for LoCoMo also the dialog level (one document per turn) and the product pipeline (sessions
-  mined with `mine --mode convos`, 100 drawers deep, each drawer mapped to its session).
+- the vector side: the cosine similarity of the query to *every* document's own vector
+  (`vector_all`), and what the product's vector side returns, 50 deep (`vector_product`: a
+  document longer than PASSAGES_FROM scored by its best passage when closer, the passage
+  vectors filed by `add_drawers` itself, storage/passage_vectors.py);
+- passages: each document's best passage cosine at PASSAGE_SIZES characters (the product's
+  splitter, whatever the document's length: `passage_best`), and the earlier measurement's
+  best ~800-character run of turns (`vector_passage`), to compare ways of scoring a long
+  document by its parts;
+- for LoCoMo also the dialog level (one document per turn; `vector_window_top`: each turn
+  read with the turn before and after it, measured, not in the product) and the product
+  pipeline (sessions mined with `mine --mode convos`, 100 drawers deep, each drawer mapped to
+  its session).
 
 Vectors come from the product's embedder for `--model` (USE by default) through a cache keyed
 by the text, stored in `--cache`, so a second run embeds nothing. Output: one JSON file per
 benchmark under `--out` (default /tmp/fz), read by benchmarks/fusion_cv.py.
 
     python benchmarks/fusion_data.py --model use --out /tmp/fz
+    python benchmarks/fusion_data.py --bench lme --cache /tmp/fz/vectors_use_lme.pkl --out /tmp/fz
 """
 
 from __future__ import annotations
@@ -47,11 +54,15 @@ from retrieval import (  # noqa: E402
 )
 
 from mempalace_cli.miners.rooms import normalize_name  # noqa: E402
+from mempalace_cli.storage.passage_vectors import text_size  # noqa: E402
 
 LOCOMO_FILES = ("locomo_dev5.json", "locomo_dev_more2.json")
 DEPTH = 50
 PIPELINE_DEPTH = 100
 PASSAGE_CHARS = 800
+# Passage sizes compared (the product's splitter, storage/passage_vectors.py; it ships with
+# PASSAGE_CHARS there): each document's best passage at each size, however long the document.
+PASSAGE_SIZES = (300, 400, 600)
 
 
 class CachingEmbedder:
@@ -128,6 +139,32 @@ def passages(turns: list[str], size: int = PASSAGE_CHARS) -> list[str]:
     return out
 
 
+def passage_scores(
+    emb: CachingEmbedder, query_vec: Any, docs: list[tuple[str, str]]
+) -> dict[str, dict[str, float]]:
+    """Per passage size, each document's best passage cosine, passages cut by the product's
+    splitter (passage_texts) whatever the document's length; a document of one passage is
+    left out (its own vector is its passage)."""
+    from mempalace_cli.storage.passage_vectors import passage_texts
+
+    out: dict[str, dict[str, float]] = {}
+    for size in PASSAGE_SIZES:
+        best = {}
+        for doc_id, text in docs:
+            pieces = passage_texts(text, size, 0)
+            if pieces:
+                best[doc_id] = max(cosines(emb, query_vec, pieces))
+        out[str(size)] = best
+    return out
+
+
+def product_vector(palace: Any, query: str, wing: str, room: str, back: Any) -> list:
+    """The product's own vector side (the catalogue's exact ranking, a long document by its
+    best passage when closer), DEPTH deep: [[document, cosine]]."""
+    _, hits = palace.searching.vector_candidates(query, wing, room, DEPTH, catalog_distances={})
+    return [[back(h[0]), round(1.0 - h[1], 5)] for h in hits]
+
+
 def cosines(emb: CachingEmbedder, query_vec: Any, texts: list[str]) -> list[float]:
     import numpy as np
 
@@ -149,7 +186,7 @@ def file_docs(palace: Any, docs: list[tuple[str, str]], wing: str, room: str) ->
 
 
 def lexical(palace: Any, query: str, wing: str, room: str | None, back: Any, depth: int) -> dict:
-    hits = palace.lexical_candidates(query, wing, room, depth)
+    hits = palace.searching.lexical_candidates(query, wing, room, depth)
     return {
         "lexical": [[back(i), round(s, 5)] for i, s in hits],
         "query_weight": round(palace.catalog.query_weight(query), 5),
@@ -178,9 +215,14 @@ def run_lme(emb: CachingEmbedder, model: str, data: Path, root: Path) -> list[di
                 "fold_key": q["question_id"],
                 "gold": sorted(set(q["answer_session_ids"])),
                 "lengths": {d: len(t) for d, t in docs},
+                "sizes": {d: text_size(t) for d, t in docs},
                 "passages": {d: len(p) for d, p in parts.items()},
                 "vector_all": full,
                 "vector_passage": best,
+                "passage_best": passage_scores(emb, qv, docs),
+                "vector_product": product_vector(
+                    palace, q["question"], "lme", "sessions", back.__getitem__
+                ),
             }
             | lexical(palace, q["question"], "lme", "sessions", back.__getitem__, DEPTH)
         )
@@ -210,7 +252,10 @@ def run_locomo(
         back_s = file_docs(palace, s_docs, wing, "sessions")
         back_d = file_docs(palace, d_docs, wing, "dialogs")
         parts = {s: passages(ts) for s, ts in turns.items()}
-        emb.embed([t for _, t in s_docs] + [t for _, t in d_docs])
+        windows = [
+            "\n".join(ts[max(0, i - 1) : i + 2]) for _, ts in turns.items() for i in range(len(ts))
+        ]
+        emb.embed([t for _, t in s_docs] + [t for _, t in d_docs] + windows)
         for qi, qa in enumerate(sample["qa"]):
             evidence = [str(e) for e in qa.get("evidence") or []]
             base = {
@@ -224,15 +269,24 @@ def run_locomo(
             turn_cos = cosines(emb, qv, [t for _, t in d_docs])
             by_turn = dict(zip([d for d, _ in d_docs], turn_cos, strict=True))
             best_turn = {s: max(by_turn[d] for d, _ in d_docs_of(s, d_docs)) for s in turns}
+            win_cos = cosines(emb, qv, windows)
+            by_window = sorted(
+                zip([d for d, _ in d_docs], win_cos, strict=True), key=lambda x: -x[1]
+            )
             sessions_out.append(
                 base
                 | {
                     "bench": "locomo",
                     "gold": sorted(locomo_gold_sessions(evidence)),
                     "lengths": {d: len(t) for d, t in s_docs},
+                    "sizes": {d: text_size(t) for d, t in s_docs},
                     "vector_all": full,
                     "vector_passage": best,
                     "vector_turn": best_turn,
+                    "passage_best": passage_scores(emb, qv, s_docs),
+                    "vector_product": product_vector(
+                        palace, qa["question"], wing, "sessions", back_s.__getitem__
+                    ),
                 }
                 | lexical(palace, qa["question"], wing, "sessions", back_s.__getitem__, DEPTH)
             )
@@ -243,6 +297,8 @@ def run_locomo(
                     "bench": "locomo_dialog",
                     "gold": sorted(set(evidence)),
                     "vector_top": [[d, s] for d, s in top],
+                    # each turn read with the one before and after it (measured, not shipped)
+                    "vector_window_top": [[d, s] for d, s in by_window[:DEPTH]],
                 }
                 | lexical(palace, qa["question"], wing, "dialogs", back_d.__getitem__, DEPTH)
             )
@@ -274,7 +330,9 @@ def mined(
     source = {r.id: Path(r.source_file).stem for r in palace.catalog.iter_drawers(wing=wing)}
     out = []
     for qi, qa in enumerate(sample["qa"]):
-        _, vec, lex = palace.search_candidates(qa["question"], wing, None, PIPELINE_DEPTH)
+        _, vec, lex = palace.searching.search_candidates(
+            qa["question"], wing, None, PIPELINE_DEPTH, catalog_distances={}
+        )
         out.append(
             {
                 "bench": "locomo_pipeline",

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         stats = palace.graph_stats()
         start_room = stats["top_tunnels"][0]["room"]
         calls: dict[str, Callable[[], Any]] = {
-            "build graph": palace.palace_graph,
+            "build graph": palace.navigation.palace_graph,
             "graph_stats": palace.graph_stats,
             "traverse (2 hops)": lambda: palace.traverse(start_room, max_hops=2),
             "find_tunnels": palace.find_tunnels,

@@ -449,7 +449,7 @@ def scaled_warm_search(
             base = base + rng.normal(0, 0.02, base.shape).astype(np.float32)
             base /= np.linalg.norm(base, axis=1, keepdims=True)
         with big.lock.hold():
-            big._file_drawers(new_rows, base)
+            big.writer.file(new_rows, base)
         total += len(new_rows)
         copy += 1
     build = time.perf_counter() - t0

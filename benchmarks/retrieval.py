@@ -119,7 +119,7 @@ class TempPalaces:
 
     def drop(self, palace: Palace) -> None:
         palace.close()
-        if "store" in palace.__dict__:
+        if "store" in palace.core.__dict__:
             palace.store.reset_handle()
         shutil.rmtree(palace.path, ignore_errors=True)
 
@@ -164,7 +164,7 @@ def dump_candidates(
     with the query's script and each candidate's script where it differs from LATIN."""
     from mempalace_cli.search.fusion import LATIN, script_of
 
-    _, vec, lex = palace.search_candidates(query, wing, room, 50)
+    _, vec, lex = palace.searching.search_candidates(query, wing, room, 50)
     ids = list(dict.fromkeys([h[0] for h in vec] + [i for i, _ in lex]))
     rows = palace.catalog.get(ids)
     scripts = {back[i][0]: script_of(rows[i].text) for i in ids if i in rows}

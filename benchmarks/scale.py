@@ -277,7 +277,7 @@ def recall_at_10(p: Any, queries: Any) -> dict[str, Any]:
     """The index path's top 10 against exact cosine over every catalogue vector."""
     import numpy as np
 
-    index = p.vector_index()
+    index = p.searching.vector_index()
     exact_scores = np.full((len(queries), 0), 0, dtype=np.float32)
     ids: list[str] = []
     q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
@@ -402,7 +402,7 @@ from mempalace_cli.service import open_palace
 p = open_palace(sys.argv[1])
 queries = json.loads(sys.argv[2])
 p.stay_warm()  # as the MCP server does: codes and common words' postings kept
-p.vector_index().keep_in_memory()
+p.searching.vector_index().keep_in_memory()
 first = []
 for q in queries:  # the first pass reads what is kept: timed, reported apart
     t0 = time.perf_counter()

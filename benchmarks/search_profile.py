@@ -53,15 +53,15 @@ OLD_LEXICAL = (
 
 
 def old_keyword_side(enable: bool) -> None:
-    """Switch Catalog.lexical_search and DrawerOps.fuse_candidates to their previous form (the
+    """Switch Catalog.lexical_search and Search.fuse_candidates to their previous form (the
     match joined before the LIMIT; the query weight counted for every search), or back."""
     from mempalace_cli.search import fusion
-    from mempalace_cli.service.drawers import DrawerOps
+    from mempalace_cli.service.searching import Search
     from mempalace_cli.storage import catalog
 
     saved = "_new_keyword_side"
     if not hasattr(catalog.Catalog, saved):
-        setattr(catalog.Catalog, saved, (catalog.Catalog.lexical_search, DrawerOps.fuse_candidates))
+        setattr(catalog.Catalog, saved, (catalog.Catalog.lexical_search, Search.fuse_candidates))
 
     def lexical_search(self, query, limit, wing=None, room=None, filt=None):  # type: ignore[no-untyped-def]
         match = catalog.fts_query(query)
@@ -88,7 +88,7 @@ def old_keyword_side(enable: bool) -> None:
 
     new_lexical, new_fuse = getattr(catalog.Catalog, saved)
     catalog.Catalog.lexical_search = lexical_search if enable else new_lexical  # type: ignore[method-assign]
-    DrawerOps.fuse_candidates = fuse_candidates if enable else new_fuse  # type: ignore[method-assign]
+    Search.fuse_candidates = fuse_candidates if enable else new_fuse  # type: ignore[method-assign]
 
 
 class Stages:
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     from mempalace_cli.service import open_palace
 
     p = open_palace(args.palace)
-    p.vector_index().keep_in_memory()
+    p.searching.vector_index().keep_in_memory()
     for q in QUERIES[:3]:
         p.search(q, mode=args.mode)
     drawers = p.catalog.count()

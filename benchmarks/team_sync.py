@@ -62,7 +62,7 @@ def main() -> None:
         rows, vecs = _rows(args.drawers, 0, rng)
         t = time.perf_counter()
         with writer.lock.hold():
-            writer._file_drawers(rows, vecs)
+            writer.writer.file(rows, vecs)
         filed = time.perf_counter() - t
         reader.create()
         t = time.perf_counter()
@@ -75,7 +75,7 @@ def main() -> None:
             checks.append(time.perf_counter() - t)
             more, mvecs = _rows(1, args.drawers + r, rng)
             with writer.lock.hold():
-                writer._file_drawers(more, mvecs)
+                writer.writer.file(more, mvecs)
             t = time.perf_counter()
             assert reader.sync() == 1
             refreshes.append(time.perf_counter() - t)

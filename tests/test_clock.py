@@ -17,7 +17,7 @@ import pytest
 
 from mempalace_cli.common import clock
 from mempalace_cli.common.errors import InvalidInputError
-from mempalace_cli.memory.kg import KnowledgeGraph
+from mempalace_cli.memory.kg import FactInput, KnowledgeGraph
 from tests.test_watch_support import cli_env, mempalace_command
 
 
@@ -76,9 +76,9 @@ def test_a_fact_whose_last_day_is_today_holds_today_and_is_current(
     zone(tz)
     monkeypatch.setenv(clock.NOW_ENV, "2026-03-12T23:00:00")  # late in the user's day
     kg = KnowledgeGraph(tmp_path)
-    kg.add("Ana", "owns", "billing", "2026-01-01", "2026-03-12")  # last day: today
-    kg.add("Ana", "owned", "payroll", "2025-01-01", "2026-03-11")  # last day: yesterday
-    kg.add("Ana", "owns", "auth", "2026-03-12")  # from today on
+    kg.add(FactInput("Ana", "owns", "billing", "2026-01-01", "2026-03-12"))  # last day: today
+    kg.add(FactInput("Ana", "owned", "payroll", "2025-01-01", "2026-03-11"))  # last: yesterday
+    kg.add(FactInput("Ana", "owns", "auth", "2026-03-12"))  # from today on
     # Today: exactly the facts that hold today, each current, in query and timeline alike.
     assert _facts(kg.query("Ana", as_of=clock.today())) == {"billing": True, "auth": True}
     assert _facts(kg.timeline("Ana")) == {"payroll": False, "billing": True, "auth": True}
@@ -96,8 +96,8 @@ def test_a_fact_whose_last_day_is_today_holds_today_and_is_current(
 def test_a_date_as_of_covers_the_users_day_for_facts_with_times(tmp_path: Path, zone: Any) -> None:
     zone("Pacific/Kiritimati")  # UTC+14: local 2026-03-12 is 03-11T10:00Z .. 03-12T10:00Z
     kg = KnowledgeGraph(tmp_path)
-    kg.add("deploy", "frozen_by", "Ana", "2026-03-11T12:00:00Z")  # local 03-12 02:00
-    kg.add("deploy", "frozen_by", "Ben", None, "2026-03-11T09:00:00Z")  # local 03-11 23:00
+    kg.add(FactInput("deploy", "frozen_by", "Ana", "2026-03-11T12:00:00Z"))  # local 03-12 02:00
+    kg.add(FactInput("deploy", "frozen_by", "Ben", None, "2026-03-11T09:00:00Z"))  # 03-11 23:00
     assert [f.object for f in kg.query("deploy", as_of="2026-03-12")] == ["Ana"]
     assert [f.object for f in kg.query("deploy", as_of="2026-03-11")] == ["Ben"]
     kg.close()

@@ -13,7 +13,7 @@ import pytest
 from mempalace_cli.embedders import USE_NAME
 from mempalace_cli.search import crosslingual, fusion
 from mempalace_cli.service import Palace
-from mempalace_cli.service.drawers import MAX_QUERY_CHARS
+from mempalace_cli.service.searching import MAX_QUERY_CHARS
 from mempalace_cli.storage.catalog import translated_share
 from tests.conftest import palace_of_notes
 
@@ -59,8 +59,8 @@ def test_the_bridge_stays_out_of_other_modes_and_english_questions(palace: Palac
     for mode in ("vector", "lexical"):
         for hit in palace.search(QUESTION, limit=5, mode=mode)["results"]:
             assert "translated" not in hit["matched_by"]
-    assert not palace._bridges("How are customer invoices sent?")
-    assert palace._bridges(QUESTION)
+    assert not palace.searching._bridges("How are customer invoices sent?")
+    assert palace.searching._bridges(QUESTION)
     hits = palace.search("How are customer invoices sent?", limit=5)["results"]
     assert hits[0]["source_file"] == "en-invoices"
     assert all("translated" not in h["matched_by"] for h in hits)
@@ -201,8 +201,8 @@ def test_the_share_counts_each_word_once_and_reads_stems() -> None:
 
 def test_the_bridge_reads_only_the_searchs_candidates(palace: Palace) -> None:
     groups = crosslingual.translate(QUESTION)
-    _, vector, lexical = palace.search_candidates(QUESTION, None, None, 2)
-    shares = translated_share(groups, palace.candidate_texts(vector, lexical))
+    _, vector, lexical = palace.searching.search_candidates(QUESTION, None, None, 2)
+    shares = translated_share(groups, palace.searching.candidate_texts(vector, lexical))
     candidates = {h[0] for h in vector} | {i for i, _ in lexical}
     assert set(shares) <= candidates
 

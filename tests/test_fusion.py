@@ -123,3 +123,24 @@ def test_a_clear_vector_match_still_beats_a_weak_keyword_match_with_the_spread_f
     lexical = [("s3", 3.0)]  # one common word of the question
     use = fusion.for_model(fusion.USE)
     assert fuse(vector, lexical, params=use, query_weight=16.0)[0] == "answer"
+
+
+def test_a_drawer_whose_file_also_answers_outranks_a_passing_mention() -> None:
+    """ "on-call rotation" over examples/notes: ADR-0008's opening chunk and a postmortem's
+    action table (which mentions the rotation once) score about the same; the ADR's other
+    chunk scored too, so the ADR's file is about the question and its chunk goes first."""
+    scores = {"adr#1": 5.99, "adr#13": 5.27, "postmortem#39": 6.34, "postmortem#1": 1.20}
+    source = {d: d.split("#")[0] + ".md" for d in scores}
+    lifted = fusion.with_siblings(scores, source, fusion.for_model(fusion.USE).sibling_weight)
+    assert max(lifted, key=lifted.__getitem__) == "adr#1"
+    assert max(scores, key=scores.__getitem__) == "postmortem#39"  # before the lift
+    # A drawer without a source file (filed by hand) has no siblings; no weight, no change.
+    assert fusion.with_siblings({"a": 1.0, "b": 2.0}, {}, 0.5) == {"a": 1.0, "b": 2.0}
+    assert fusion.with_siblings(scores, source, 0.0) == scores
+    # Each drawer is lifted by its best sibling, never by itself.
+    alone = fusion.with_siblings({"x#1": 3.0, "y#1": 1.0}, {"x#1": "x", "y#1": "y"}, 0.5)
+    assert alone == {"x#1": 3.0, "y#1": 1.0}
+
+
+def test_the_default_models_fusion_reads_siblings() -> None:
+    assert fusion.for_model(fusion.USE).sibling_weight > 0

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from mempalace_cli.cli import app
 from mempalace_cli.common.errors import InvalidInputError, NoPalaceError, NotFoundError
-from mempalace_cli.memory.kg import KG_FILE, parse_date
+from mempalace_cli.memory.kg import KG_FILE, FactInput, parse_date
 from mempalace_cli.service import open_palace
 
 BEFORE, SWITCH, AFTER = "2026-03-01", "2026-03-12", "2026-04-01"
@@ -266,9 +266,10 @@ def test_service_contract(tmp_path, home):
     palace = open_palace(str(tmp_path / "palace"))
     with pytest.raises(NoPalaceError):
         palace.kg_query("x")
-    added = palace.kg_add(
+    fact = FactInput(
         "Ana", "leads", "Auth", valid_from="2026-01-01", source_file="a.md", subject_type="person"
     )
+    added = palace.kg_add(fact)
     assert set(added) >= {
         "triple_id",
         "created",

@@ -12,6 +12,7 @@ import pytest
 
 from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.common.errors import MemPalaceError
+from mempalace_cli.memory.kg import FactInput
 from mempalace_cli.service import Palace
 from tests.team_support import shared_server, unique_database
 
@@ -62,13 +63,13 @@ def _script(p: Palace) -> dict[str, Any]:
     """Everything a user can observe of the graph, after the same writes."""
     out: dict[str, Any] = {}
     for s, pred, o, start, end in FACTS:
-        out[f"add {s} {pred} {o}"] = p.kg_add(s, pred, o, start, end)["created"]
-    out["restate"] = p.kg_add("harbor", "hosted on", "hetzner")["created"]
+        out[f"add {s} {pred} {o}"] = p.kg_add(FactInput(s, pred, o, start, end))["created"]
+    out["restate"] = p.kg_add(FactInput("harbor", "hosted on", "hetzner"))["created"]
     out["invalidate"] = p.kg_invalidate("Harbor", "hosted_on", "Hetzner", "2026-06-01")["ended"]
-    out["restated after end"] = p.kg_add("Harbor", "hosted_on", "Hetzner")["created"]
+    out["restated after end"] = p.kg_add(FactInput("Harbor", "hosted_on", "Hetzner"))["created"]
     for bad in [("Harbor", "uses", "S3", "2026-01-02", "2026-01-01")]:
         try:
-            p.kg_add(*bad)
+            p.kg_add(FactInput(*bad))
             out["bad"] = "accepted"
         except MemPalaceError as exc:
             out["bad"] = exc.kind
@@ -119,7 +120,7 @@ def test_supersede_and_paged_timeline_on_the_server(tmp_path: Path, server_url: 
         resolve_settings(str(tmp_path / "remote"), server_url, chroma_database=unique_database())
     )
     try:
-        remote.kg_add("Harbor", "uses", "NFS", "2025-01-01")
+        remote.kg_add(FactInput("Harbor", "uses", "NFS", "2025-01-01"))
         ended, new, when = remote.kg.supersede("Harbor", "uses", "NFS", "MinIO", "2026-01-15")
         assert [(f.object, f.valid_to) for f in ended] == [("NFS", "2026-01-15")]
         assert (new.object, new.valid_from, new.valid_to, when) == (

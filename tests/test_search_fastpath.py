@@ -73,7 +73,7 @@ def test_cli_search_skips_chromadb_and_matches_the_chroma_path(
     palace: Path, home: Path, embedder: Embedder
 ) -> None:
     chroma_path = open_palace(str(palace))
-    chroma_path.catalog_trusted = lambda: False  # type: ignore[method-assign]
+    chroma_path.core.catalog_trusted = lambda: False  # type: ignore[method-assign]
     for query, filters, mode in QUERIES:
         fast, imported = run_search(palace, home, query, *filters, "--mode", mode, "-n", "8")
         assert not imported, "a search on an in-step palace must not import chromadb"
@@ -125,6 +125,9 @@ def test_a_catalogue_without_vectors_still_searches_and_is_backfilled(
     before, _ = run_search(palace, home, "backup schedule")
     # Make it a catalogue as an older version wrote it: no vector column, no stamp.
     conn = sqlite3.connect(palace / CATALOG_FILE)
+    for trigger in ("passages_drawer_gone", "passages_drawer_changed"):  # newer than that
+        conn.execute(f"DROP TRIGGER {trigger}")
+    conn.execute("DROP TABLE passages")
     conn.execute("ALTER TABLE drawers DROP COLUMN embedding")
     conn.execute("DELETE FROM meta WHERE key IN ('vectors', 'store_head')")
     conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")

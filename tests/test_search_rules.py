@@ -143,7 +143,7 @@ def test_a_diary_entry_ranks_below_the_drawer_it_talks_about(mixed: dict) -> Non
     (higher similarity and score); the ADR's chunk that holds most of its words comes first."""
     fusion_put_the_diary_first = []
     for query in ("why did we switch to Clerk?", "为什么改用 Clerk"):
-        hits = search(mixed["palace"], query, "-n", "5")
+        hits = search(mixed["palace"], query, "-n", "10")
         at_diary = next(n for n, h in enumerate(hits) if h["wing"] == "wing_claude")
         at_adr = next(n for n, h in enumerate(hits) if name(h) == ADR and h["line_start"] == 1)
         assert at_adr < at_diary, [name(h) for h in hits]

@@ -1,5 +1,5 @@
 """The catalogue of a server palace as a cache (consistency.py with the team change log of
-server_mirror.py), two palaces ("machines") in one process against a real `chroma run`: in
+storage/team_log.py), two palaces ("machines") in one process against a real `chroma run`: in
 step by the change token, catching up from the change log by what changed, falling back to a
 full comparison by content."""
 
@@ -13,9 +13,9 @@ import pytest
 
 from mempalace_cli.common.config import COLLECTION_NAME, resolve_settings
 from mempalace_cli.service import Palace
-from mempalace_cli.service.server_mirror import SERVER_TOKEN
 from mempalace_cli.storage.catalog import DrawerRow
 from mempalace_cli.storage.chroma_server import ServerOptions, connect
+from mempalace_cli.storage.team_log import SERVER_TOKEN
 from tests.team_support import shared_server, unique_database
 
 

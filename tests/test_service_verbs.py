@@ -11,6 +11,7 @@ import pytest
 
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 from mempalace_cli.embedders.base import Embedder
+from mempalace_cli.memory.kg import FactInput
 from mempalace_cli.service import Palace, open_palace
 
 NOTES = Path(__file__).resolve().parent.parent / "examples" / "notes"
@@ -186,7 +187,7 @@ def test_forget_by_ids_source_and_place_with_dry_run(palace: Palace, tmp_path: P
 
 
 def test_kg_supersede_ends_old_and_starts_new_in_one_step(palace: Palace) -> None:
-    palace.kg_add("MyProject", "uses", "Auth0", valid_from="2025-06-01")
+    palace.kg_add(FactInput("MyProject", "uses", "Auth0", valid_from="2025-06-01"))
     switched = palace.kg_supersede("MyProject", "uses", "Auth0", "Clerk", at="2026-03-12")
     assert switched["at"] == "2026-03-12"
     assert [f["object"] for f in switched["ended"]] == ["Auth0"]
@@ -207,12 +208,12 @@ def test_kg_supersede_ends_old_and_starts_new_in_one_step(palace: Palace) -> Non
 
 
 def test_kg_source_closet_and_timeline_paging(palace: Palace) -> None:
-    added = palace.kg_add("Maya", "works_on", "Atlas", source_closet="closet_atlas_01")
+    added = palace.kg_add(FactInput("Maya", "works_on", "Atlas", source_closet="closet_atlas_01"))
     assert added["source_closet"] == "closet_atlas_01"
     fact = palace.kg_query("Maya")["facts"][0]
     assert fact["source"] == "closet_atlas_01" and fact["source_closet"] == "closet_atlas_01"
     for year in (2021, 2022, 2023):
-        palace.kg_add("Maya", "visited", f"City{year}", valid_from=f"{year}-01-01")
+        palace.kg_add(FactInput("Maya", "visited", f"City{year}", valid_from=f"{year}-01-01"))
     everything = [f["triple_id"] for f in palace.kg_timeline("Maya")["facts"]]
     page = palace.kg_timeline("Maya", limit=2, offset=1)
     assert [f["triple_id"] for f in page["facts"]] == everything[1:3]

@@ -37,6 +37,8 @@ def palace(mined_notes: dict, tmp_path: Path) -> Path:
     shutil.rmtree(dest / INDEX_DIR, ignore_errors=True)
     p = open_palace(str(dest))
     p.sync(restamp=True)
+    # Built from nothing by the explicit step writers run after a write (a search only reads it).
+    p.core.keep_vector_index()
     p.close()
     return dest
 
@@ -88,7 +90,7 @@ def test_index_ranking_equals_exact_ranking(palace: Path, embedder: Embedder) ->
     for query in QUERIES:
         vec = embedder.embed([query])[0]
         for wing in (None, "notes"):
-            got = p.vector_index().nearest(vec, 10, wing=wing)
+            got = p.searching.vector_index().nearest(vec, 10, wing=wing)
             want = exact_top(p, vec, 10, wing=wing)
             assert got is not None
             assert [i for i, _ in got] == [i for i, _ in want], (query, wing)
@@ -136,7 +138,7 @@ def test_a_warm_server_keeps_its_codes_true_across_writes_by_other_processes(
     server = open_palace(str(palace))
     server.stay_warm()
     server.search("quokka night tours", mode="vector", limit=3)
-    index = server.vector_index()
+    index = server.searching.vector_index()
     assert index._memory is not None and "codes" in index._memory[1]
     kept_before = index._memory[1]["codes"]
     added = [
@@ -174,9 +176,9 @@ def test_a_warm_server_notices_an_index_rebuilt_from_nothing_by_another_process(
     for text in ("Night tours at the wombat rescue start at nine.", "Owls at dusk.", "Bats."):
         add_in_another_process(palace, home, text)
     shutil.rmtree(palace / INDEX_DIR)
-    rebuild = (
+    rebuild = (  # the upkeep a writer runs after its write (a search never writes the index)
         "import sys; from mempalace_cli.service import open_palace; "
-        "open_palace(sys.argv[1]).search('owls', mode='vector')"
+        "open_palace(sys.argv[1]).core.keep_vector_index()"
     )
     run_in_another_process(palace, home, rebuild)
     vec = embedder.embed(["night tours"])[0]
@@ -184,7 +186,7 @@ def test_a_warm_server_notices_an_index_rebuilt_from_nothing_by_another_process(
     assert [r["drawer_id"] for r in warm] == [i for i, _ in exact_top(server, vec, 10)]
     # The kept codes are the rebuilt index's, row for row (exact rescoring of a small palace
     # would hide misaligned codes in the ranking).
-    index = server.vector_index()
+    index = server.searching.vector_index()
     header = index.current()
     on_disk = np.fromfile(palace / INDEX_DIR / f"codes.{header.epoch}", dtype=np.int8)
     assert np.array_equal(index._memory[1]["codes"].reshape(-1), on_disk[: header.n * header.dim])
@@ -196,7 +198,7 @@ def test_a_catalogue_rebuilt_from_chroma_rebuilds_the_index(
 ) -> None:
     p = open_palace(str(palace))
     vec = embedder.embed(["backup schedule"])[0]
-    first = p.vector_index().nearest(vec, 5)
+    first = p.searching.vector_index().nearest(vec, 5)
     token = json.loads((palace / INDEX_DIR / "header.json").read_text())["token"]
     p.close()
     # The catalogue is lost and rebuilt from Chroma: new rowids, a new log, a new token.
@@ -219,7 +221,7 @@ def test_a_catalogue_rebuilt_from_chroma_rebuilds_the_index(
     assert header["token"] != token
     p = open_palace(str(palace))
     assert header["live"] == p.catalog.count()
-    now = p.vector_index().nearest(vec, 5)
+    now = p.searching.vector_index().nearest(vec, 5)
     assert [i for i, _ in now] == [i for i, _ in first]
     assert [d for _, d in now] == pytest.approx([d for _, d in first], abs=1e-6)
     p.close()
@@ -232,14 +234,14 @@ def test_many_writes_compact_the_index_and_keep_it_exact(palace: Path, embedder:
     ]
     p.add_drawers([{"wing": "ferries", "room": "times", "content": t} for t in texts])
     vec = embedder.embed(["ferry timetable to the island"])[0]
-    assert [i for i, _ in p.vector_index().nearest(vec, 10)] == [
+    assert [i for i, _ in p.searching.vector_index().nearest(vec, 10)] == [
         i for i, _ in exact_top(p, vec, 10)
     ]
     # Replace most of them: tombstones pile up, the next search compacts or appends.
     ids = [i for i, _ in exact_top(p, vec, 200, wing="ferries")]
     for drawer_id in ids[:50]:
         p.delete_drawer(drawer_id)
-    got = p.vector_index().nearest(vec, 10)
+    got = p.searching.vector_index().nearest(vec, 10)
     assert [i for i, _ in got] == [i for i, _ in exact_top(p, vec, 10)]
     header = json.loads((palace / INDEX_DIR / "header.json").read_text())
     assert header["live"] == p.catalog.count()

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from mempalace_cli.embedders.base import get_token_counter
-from mempalace_cli.memory.layers import L0_NAME, L1_NAME, PROTOCOL_NAME, PROTOCOL_POINTER
+from mempalace_cli.memory.layers import (
+    DEFAULT_BUDGET,
+    L0_NAME,
+    L1_NAME,
+    PROTOCOL_NAME,
+    PROTOCOL_POINTER,
+)
 from mempalace_cli.memory.protocol import PROTOCOL
 from mempalace_cli.service import open_palace
 
@@ -54,7 +60,7 @@ def notes_palace(home: Path, mined_notes: dict):
     palace.close()
 
 
-@pytest.mark.parametrize("budget", [200, 800, 2000])
+@pytest.mark.parametrize("budget", [200, DEFAULT_BUDGET, 2000])
 def test_budget_is_never_exceeded(notes_palace, budget: int) -> None:
     result = notes_palace.wake_up(budget=budget)
     assert result["budget"] == budget
@@ -64,7 +70,7 @@ def test_budget_is_never_exceeded(notes_palace, budget: int) -> None:
         assert layer["tokens"] == count(layer["text"])
     assert sum(layer["tokens"] for layer in result["layers"]) == result["total_tokens"]
     assert l1(result)["drawers"], "some story fits every budget tested"
-    if budget >= 800:
+    if budget >= DEFAULT_BUDGET:
         assert PROTOCOL.strip() in result["text"]
         sources = {row.source_file for row in notes_palace.catalog.iter_drawers()}
         # L1 fills the budget, or holds every source file (one entry each).
@@ -74,7 +80,7 @@ def test_budget_is_never_exceeded(notes_palace, budget: int) -> None:
 
 
 def test_more_budget_more_story(notes_palace) -> None:
-    small, large = notes_palace.wake_up(budget=800), notes_palace.wake_up(budget=2000)
+    small, large = notes_palace.wake_up(budget=DEFAULT_BUDGET), notes_palace.wake_up(budget=2400)
     assert len(l1(large)["drawers"]) > len(l1(small)["drawers"])
 
 
@@ -124,7 +130,7 @@ def test_decision_beats_code_in_a_mixed_palace(home: Path, tmp_path: Path, embed
     os.utime(code, (later, later))
     palace = open_palace(str(tmp_path / "palace"))
     palace.mine(project)
-    result = palace.wake_up(budget=800)
+    result = palace.wake_up(budget=DEFAULT_BUDGET)
     drawers = l1(result)["drawers"]
     assert [Path(d["source_file"]).name for d in drawers][0] == "adr-0012-queue.md"
     assert drawers[0]["importance"] > drawers[-1]["importance"]
@@ -161,7 +167,7 @@ def test_no_palace_still_gives_identity_and_protocol(home: Path) -> None:
     result = palace.wake_up()
     assert "No palace at" in result["text"] and "mempalace init" in result["text"]
     assert PROTOCOL.strip() in result["text"]
-    assert result["total_tokens"] <= 800
+    assert result["total_tokens"] <= DEFAULT_BUDGET
     assert not palace.path.exists(), "wake-up never creates a palace"
 
 
@@ -197,4 +203,4 @@ def test_wake_up_loads_neither_chromadb_nor_onnxruntime(mined_notes, tmp_path: P
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     doc = json.loads(out.stdout)
-    assert doc["heavy"] == [] and 0 < doc["tokens"] <= 800
+    assert doc["heavy"] == [] and 0 < doc["tokens"] <= DEFAULT_BUDGET

@@ -37,6 +37,7 @@ from mempalace_cli.cli.env import (
 from mempalace_cli.cli.global_options import hoist_global_options, wants_json
 from mempalace_cli.cli.help_format import install as install_readable_help
 from mempalace_cli.common import errors
+from mempalace_cli.common.textsafe import is_clean
 
 install_readable_help()
 
@@ -125,7 +126,7 @@ def reject_undecodable_text(ctx: typer.Context) -> None:
     carries them as surrogate escapes, which would fail deep inside a write."""
     raw = [*getattr(ctx, "_protected_args", []), *ctx.args]
     raw += [str(v) for v in ctx.params.values() if isinstance(v, str)]
-    bad = next((a for a in raw if _undecodable(a)), None)
+    bad = next((a for a in raw if not is_clean(a)), None)
     if bad is None:
         return
     shown = bad.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
@@ -134,14 +135,6 @@ def reject_undecodable_text(ctx: typer.Context) -> None:
         hint="Pass text and paths as UTF-8: check the terminal's locale or the script that "
         "built the command line; rename a folder whose name is not UTF-8.",
     )
-
-
-def _undecodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 app = typer.Typer(
@@ -240,6 +233,7 @@ def _register() -> None:
         serve,
         traverse,
         tunnels,
+        ui,
         wakeup,
     )
 
@@ -259,6 +253,7 @@ def _register() -> None:
     tunnels.register(app)
     coordination.register(app)
     hooks.register(app)
+    ui.register(app)
 
 
 _register()

@@ -9,15 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from mempalace_cli.cli.env import (
-    Env,
-    escape,
-    get_env,
-    json_option,
-    markup,
-    print_json,
-    report_not_found,
-)
+from mempalace_cli.cli.env import Env, escape, get_env, markup, print_json, report_not_found
+from mempalace_cli.cli.options import flag, json_option, option
+from mempalace_cli.cli.tables import make_table
 from mempalace_cli.common import errors
 
 if TYPE_CHECKING:
@@ -28,19 +22,14 @@ JSON_HELP = "Print one JSON document on stdout: the calls, newest first."
 
 def activity(
     ctx: typer.Context,
-    limit: int = typer.Option(
-        20, "--limit", "-n", metavar="N", min=1, max=10_000, help="Show the N newest calls."
+    limit: int = option(
+        "--limit", "N", "Show the N newest calls.", "-n", default=20, min=1, max=10_000
     ),
-    tool: str = typer.Option(
-        None,
-        "--tool",
-        metavar="TOOL",
-        help="Only calls of this tool (mempalace_search, or just search).",
+    tool: str = option(
+        "--tool", "TOOL", "Only calls of this tool (mempalace_search, or just search)."
     ),
-    client: str = typer.Option(
-        None, "--client", metavar="NAME", help="Only calls from this client (as it names itself)."
-    ),
-    failed: bool = typer.Option(False, "--errors", help="Only calls that failed."),
+    client: str = option("--client", "NAME", "Only calls from this client (as it names itself)."),
+    failed: bool = flag("--errors", "Only calls that failed."),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Show the MCP calls AI clients made to this palace, newest first.
@@ -163,14 +152,7 @@ def _arg(value: Any) -> str:
 
 
 def _table(env: Env, rows: list[ActivityRow]) -> None:
-    from rich.table import Table
-
-    table = Table(
-        title=markup("MCP calls, newest first ({})", len(rows)),
-        title_justify="left",
-        box=None,
-        pad_edge=False,
-    )
+    table = make_table(title=markup("MCP calls, newest first ({})", len(rows)))
     table.add_column("time", no_wrap=True)
     table.add_column("tool", no_wrap=True)
     table.add_column("client")

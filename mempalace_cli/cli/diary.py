@@ -7,35 +7,24 @@ import sys
 
 import typer
 
-from mempalace_cli.cli.env import (
-    CONTEXT_SETTINGS,
-    JSON_HELP,
-    get_env,
-    json_option,
-    markup,
-    print_json,
-)
+from mempalace_cli.cli.env import get_env, markup, print_json
+from mempalace_cli.cli.options import argument, command_group, json_option, option
+from mempalace_cli.cli.secret_lines import say_redacted
 
-diary_app = typer.Typer(
+diary_app = command_group(
     help="An agent's diary: entries are drawers in wing_<agent> / diary, searchable too.\n\n"
     'Example: mempalace diary write claude "Shipped the Clerk cutover." && '
-    "mempalace diary read claude",
-    context_settings=CONTEXT_SETTINGS,
-    no_args_is_help=True,
+    "mempalace diary read claude"
 )
 
 
 @diary_app.command("write")
 def write(
     ctx: typer.Context,
-    agent: str = typer.Argument(..., metavar="AGENT", help="Whose diary, e.g. claude."),
-    text: str = typer.Argument(
-        ..., metavar="TEXT", help="The entry; - reads it from standard input."
-    ),
-    topic: str = typer.Option(
-        None, "--topic", "-t", metavar="TOPIC", help="A topic (default: general)."
-    ),
-    json_output: bool = json_option(JSON_HELP),
+    agent: str = argument("AGENT", "Whose diary, e.g. claude."),
+    text: str = argument("TEXT", "The entry; - reads it from standard input."),
+    topic: str = option("--topic", "TOPIC", "A topic (default: general).", "-t"),
+    json_output: bool = json_option(),
 ) -> None:
     """Add an entry to AGENT's diary.
 
@@ -59,22 +48,15 @@ def write(
     )
     if result.get("secrets_redacted"):
         n = result["secrets_redacted"]
-        env.out.print(
-            f"{n} secret{'s' if n != 1 else ''} in the entry replaced by [REDACTED:kind]: "
-            "secrets never enter the palace.",
-            highlight=False,
-            markup=False,
-        )
+        say_redacted(env, f"{n} secret{'s' if n != 1 else ''} in the entry")
 
 
 @diary_app.command("read")
 def read(
     ctx: typer.Context,
-    agent: str = typer.Argument(..., metavar="AGENT", help="Whose diary."),
-    last: int = typer.Option(
-        10, "--last", "-n", metavar="N", min=1, max=1000, help="How many entries."
-    ),
-    json_output: bool = json_option(JSON_HELP),
+    agent: str = argument("AGENT", "Whose diary."),
+    last: int = option("--last", "N", "How many entries.", "-n", default=10, min=1, max=1000),
+    json_output: bool = json_option(),
 ) -> None:
     """Show AGENT's latest diary entries, newest first.
 

@@ -9,16 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from mempalace_cli.cli.env import (
-    JSON_HELP,
-    Env,
-    get_env,
-    json_option,
-    markup,
-    print_json,
-    report_not_found,
-)
+from mempalace_cli.cli.env import Env, get_env, markup, print_json, report_not_found
 from mempalace_cli.cli.hits import INDENT, drawer_lines, print_indented, where_label
+from mempalace_cli.cli.options import argument, flag, json_option, option
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -32,21 +25,20 @@ HIDDEN_META = {"wing", "room", "source_file", "line_start", "line_end", "chunk_i
 
 def show(
     ctx: typer.Context,
-    drawer_id: str = typer.Argument(
-        ...,
-        metavar="DRAWER-ID",
-        help="The drawer's id, as search or `mempalace drawers` prints it, or any unique start "
+    drawer_id: str = argument(
+        "DRAWER-ID",
+        "The drawer's id, as search or `mempalace drawers` prints it, or any unique start "
         "of it (6 characters or more).",
     ),
-    around: int = typer.Option(
-        2,
+    around: int = option(
         "--around",
-        metavar="N",
+        "N",
+        "How many neighbouring drawers of its file to list before and after it.",
+        default=2,
         min=0,
         max=20,
-        help="How many neighbouring drawers of its file to list before and after it.",
     ),
-    json_output: bool = json_option(JSON_HELP),
+    json_output: bool = json_option(),
 ) -> None:
     """Print one drawer whole, with its metadata and its neighbours in its file.
 
@@ -130,25 +122,19 @@ def _neighbour_line(env: Env, side: str, item: dict[str, Any]) -> None:
 
 def forget(
     ctx: typer.Context,
-    drawer: list[str] = typer.Option(
-        None,
+    drawer: list[str] = option(
         "--drawer",
-        metavar="DRAWER-ID",
-        help="A drawer to remove, by id or a unique start of it (repeat for several).",
+        "DRAWER-ID",
+        "A drawer to remove, by id or a unique start of it (repeat for several).",
     ),
-    source: str = typer.Option(
-        None,
-        "--source",
-        metavar="PATH",
-        help="Every drawer from this file, or from every file under this folder.",
+    source: str = option(
+        "--source", "PATH", "Every drawer from this file, or from every file under this folder."
     ),
-    wing: str = typer.Option(None, "--wing", metavar="WING", help="Every drawer in this wing."),
-    room: str = typer.Option(
-        None, "--room", metavar="ROOM", help="With --wing: only this room of it."
-    ),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Remove without asking."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List what would go; remove nothing."),
-    json_output: bool = json_option(JSON_HELP),
+    wing: str = option("--wing", "WING", "Every drawer in this wing."),
+    room: str = option("--room", "ROOM", "With --wing: only this room of it."),
+    yes: bool = flag("--yes", "Remove without asking.", "-y"),
+    dry_run: bool = flag("--dry-run", "List what would go; remove nothing."),
+    json_output: bool = json_option(),
 ) -> None:
     """Remove drawers: by id, by source file or folder, or a whole wing or room.
 
@@ -256,22 +242,19 @@ PREVIEW = 120  # characters of text shown per drawer
 
 def drawers(
     ctx: typer.Context,
-    wing: str = typer.Option(None, "--wing", metavar="WING", help="Only drawers of this wing."),
-    room: str = typer.Option(None, "--room", metavar="ROOM", help="Only drawers of this room."),
-    source: str = typer.Option(
-        None,
+    wing: str = option("--wing", "WING", "Only drawers of this wing."),
+    room: str = option("--room", "ROOM", "Only drawers of this room."),
+    source: str = option(
         "--source",
-        metavar="PATH",
-        help="Only drawers from this file, from the files under this folder, or from files "
+        "PATH",
+        "Only drawers from this file, from the files under this folder, or from files "
         "whose path ends so (e.g. inbox.md).",
     ),
-    limit: int = typer.Option(
-        20, "--limit", "-n", metavar="N", min=1, max=10_000, help="List at most N drawers."
+    limit: int = option(
+        "--limit", "N", "List at most N drawers.", "-n", default=20, min=1, max=10_000
     ),
-    offset: int = typer.Option(
-        0, "--offset", metavar="N", min=0, help="Skip the first N (the next page)."
-    ),
-    json_output: bool = json_option(JSON_HELP),
+    offset: int = option("--offset", "N", "Skip the first N (the next page).", default=0, min=0),
+    json_output: bool = json_option(),
 ) -> None:
     """List drawers, newest first: id, wing and room, source, date and the start of the text.
 

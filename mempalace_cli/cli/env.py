@@ -18,7 +18,7 @@ import json
 import logging
 import string
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -43,7 +43,6 @@ exit_status = errors.exit_status
 
 # -h works wherever --help does (inherited by every sub-command's context).
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
-JSON_HELP = "Print one JSON document on stdout instead of text (also accepted before the command)."
 
 
 @dataclass
@@ -102,6 +101,18 @@ class Env:
         return self._palace
 
 
+@contextlib.contextmanager
+def serving(palace: Palace) -> Iterator[None]:
+    """A server's run (`serve-mcp`, `ui`): Ctrl-C ends it with exit status 0, and the palace is
+    closed however it ends."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+    finally:
+        palace.close()
+
+
 MODEL_BUILD_NOTICE = "Preparing the embedding model (first run only, a few seconds)…"
 
 
@@ -121,15 +132,6 @@ def get_env(ctx: typer.Context) -> Env:
     if not isinstance(root.obj, Env):
         root.obj = Env()
     return root.obj
-
-
-def _json_or_global(ctx: typer.Context, value: bool) -> bool:
-    return bool(value) or get_env(ctx).json
-
-
-def json_option(help: str = JSON_HELP) -> Any:
-    """Every command's --json; true as well when --json came before the sub-command."""
-    return typer.Option(False, "--json", help=help, callback=_json_or_global)
 
 
 class _NoteHandler(logging.Handler):

@@ -7,7 +7,7 @@ Click only knows a group's options before its sub-command, so the root group mov
 option it finds (before the command, between a group and its sub-command, after the command) to
 the front before parsing, and the root's callback records it for every command (`Env`).
 Everything after `--` is left alone. Each command also declares --json, for its --help; its value
-is the root's (`env.json_option`).
+is the root's (`options.json_option`).
 """
 
 from __future__ import annotations

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import typer
 
-from mempalace_cli.cli.env import get_env, json_option, markup, print_json
+from mempalace_cli.cli.env import get_env, markup, print_json
+from mempalace_cli.cli.options import json_option, option
 from mempalace_cli.common.errors import NotFoundError
 
 
 def identity(
     ctx: typer.Context,
-    set_from: str = typer.Option(
-        None,
+    set_from: str = option(
         "--set",
-        metavar="FILE",
-        help="Store the text of FILE (- for standard input) as the identity: on the Chroma "
+        "FILE",
+        "Store the text of FILE (- for standard input) as the identity: on the Chroma "
         "server for a server palace (every machine reads it), else in $MEMPALACE_HOME.",
     ),
     json_output: bool = json_option("Print one JSON document."),

@@ -7,29 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from mempalace_cli.cli.env import (
-    CONTEXT_SETTINGS,
-    JSON_HELP,
-    Env,
-    did_you_mean,
-    get_env,
-    json_option,
-    markup,
-    print_json,
-    report_not_found,
-)
+from mempalace_cli.cli.env import Env, did_you_mean, get_env, markup, print_json, report_not_found
+from mempalace_cli.cli.options import argument, command_group, json_option, option
+from mempalace_cli.cli.tables import make_table, print_counts
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 DATE_HELP = "YYYY-MM-DD or an ISO datetime."
 
-kg_app = typer.Typer(
+kg_app = command_group(
     help="Facts with a history: who owns what, since when, and until when.\n\n"
     "Example: mempalace kg add MyProject uses Clerk --from 2026-03-26 && "
-    "mempalace kg query MyProject",
-    context_settings=CONTEXT_SETTINGS,
-    no_args_is_help=True,
+    "mempalace kg query MyProject"
 )
 
 
@@ -41,9 +31,7 @@ def _interval(fact: dict[str, Any]) -> str:
 
 
 def _facts_table(title: str, facts: list[dict[str, Any]], with_direction: bool) -> Table:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", pad_edge=False, box=None)
+    table = make_table(title=title)
     if with_direction:
         table.add_column("dir", no_wrap=True)
     for name in ("subject", "predicate", "object", "valid", "conf", "now"):
@@ -66,46 +54,30 @@ def _facts_table(title: str, facts: list[dict[str, Any]], with_direction: bool) 
 @kg_app.command("add")
 def add(
     ctx: typer.Context,
-    subject: str = typer.Argument(
-        ..., metavar="SUBJECT", help="Who or what the fact is about, e.g. MyProject."
+    subject: str = argument("SUBJECT", "Who or what the fact is about, e.g. MyProject."),
+    predicate: str = argument("PREDICATE", 'The relation, e.g. "uses" or "owned by".'),
+    obj: str = argument("OBJECT", "The other end, e.g. Clerk."),
+    valid_from: str = option("--valid-from", "DATE", "True from. " + DATE_HELP, "--from"),
+    valid_to: str = option(
+        "--valid-to", "DATE", "True until (the last date it holds, included).", "--to"
     ),
-    predicate: str = typer.Argument(
-        ..., metavar="PREDICATE", help='The relation, e.g. "uses" or "owned by".'
+    confidence: float = option(
+        "--confidence", "0-1", "How sure, 0 to 1.", default=1.0, min=0.0, max=1.0
     ),
-    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end, e.g. Clerk."),
-    valid_from: str = typer.Option(
-        None, "--valid-from", "--from", metavar="DATE", help="True from. " + DATE_HELP
-    ),
-    valid_to: str = typer.Option(
-        None,
-        "--valid-to",
-        "--to",
-        metavar="DATE",
-        help="True until (the last date it holds, included).",
-    ),
-    confidence: float = typer.Option(
-        1.0, "--confidence", metavar="0-1", min=0.0, max=1.0, help="How sure, 0 to 1."
-    ),
-    source_drawer: str = typer.Option(
-        None, "--source-drawer", metavar="DRAWER-ID", help="Drawer id it came from."
-    ),
-    source_file: str = typer.Option(
-        None, "--source-file", metavar="PATH", help="File it came from."
-    ),
-    subject_type: str = typer.Option(
-        None, "--subject-type", metavar="TYPE", help="e.g. project, person."
-    ),
-    object_type: str = typer.Option(
-        None, "--object-type", metavar="TYPE", help="e.g. service, person."
-    ),
-    json_output: bool = json_option(JSON_HELP),
+    source_drawer: str = option("--source-drawer", "DRAWER-ID", "Drawer id it came from."),
+    source_file: str = option("--source-file", "PATH", "File it came from."),
+    subject_type: str = option("--subject-type", "TYPE", "e.g. project, person."),
+    object_type: str = option("--object-type", "TYPE", "e.g. service, person."),
+    json_output: bool = json_option(),
 ) -> None:
     """Record the fact SUBJECT PREDICATE OBJECT (creates the palace folder if needed).
 
     Example: mempalace kg add MyProject uses Clerk --from 2026-03-26
     """
+    from mempalace_cli.memory.kg import FactInput
+
     env = get_env(ctx)
-    result = env.palace().kg_add(
+    fact = FactInput(
         subject,
         predicate,
         obj,
@@ -117,6 +89,7 @@ def add(
         subject_type=subject_type,
         object_type=object_type,
     )
+    result = env.palace().kg_add(fact)
     if json_output:
         print_json(result)
         return
@@ -138,18 +111,16 @@ def add(
 @kg_app.command("query")
 def query(
     ctx: typer.Context,
-    entity: str = typer.Argument(..., metavar="ENTITY", help="The entity (case doesn't matter)."),
-    as_of: str = typer.Option(
-        None, "--as-of", metavar="DATE", help="Only facts true on this date. " + DATE_HELP
-    ),
-    direction: str = typer.Option(
-        "both",
+    entity: str = argument("ENTITY", "The entity (case doesn't matter)."),
+    as_of: str = option("--as-of", "DATE", "Only facts true on this date. " + DATE_HELP),
+    direction: str = option(
         "--direction",
+        "outgoing|incoming|both",
+        "outgoing (ENTITY is the subject), incoming, or both.",
         "-d",
-        metavar="outgoing|incoming|both",
-        help="outgoing (ENTITY is the subject), incoming, or both.",
+        default="both",
     ),
-    json_output: bool = json_option(JSON_HELP),
+    json_output: bool = json_option(),
 ) -> None:
     """Show the facts about ENTITY, optionally as they stood on a date.
 
@@ -181,16 +152,15 @@ def query(
 @kg_app.command("invalidate")
 def invalidate(
     ctx: typer.Context,
-    subject: str = typer.Argument(..., metavar="SUBJECT", help="Who or what the fact is about."),
-    predicate: str = typer.Argument(..., metavar="PREDICATE", help="The relation."),
-    obj: str = typer.Argument(..., metavar="OBJECT", help="The other end."),
-    ended: str = typer.Option(
-        None,
+    subject: str = argument("SUBJECT", "Who or what the fact is about."),
+    predicate: str = argument("PREDICATE", "The relation."),
+    obj: str = argument("OBJECT", "The other end."),
+    ended: str = option(
         "--ended",
-        metavar="DATE",
-        help="Last date the fact held (default today; included in as-of queries). " + DATE_HELP,
+        "DATE",
+        "Last date the fact held (default today; included in as-of queries). " + DATE_HELP,
     ),
-    json_output: bool = json_option(JSON_HELP),
+    json_output: bool = json_option(),
 ) -> None:
     """Mark SUBJECT PREDICATE OBJECT as no longer true. History keeps it.
 
@@ -217,11 +187,9 @@ def invalidate(
 @kg_app.command("timeline")
 def timeline(
     ctx: typer.Context,
-    entity: str = typer.Argument(
-        None, metavar="ENTITY", help="Only facts about this entity (default: all)."
-    ),
-    limit: int = typer.Option(None, "--limit", metavar="N", min=1, help="At most this many facts."),
-    json_output: bool = json_option(JSON_HELP),
+    entity: str = argument("ENTITY", "Only facts about this entity (default: all).", default=None),
+    limit: int = option("--limit", "N", "At most this many facts.", min=1),
+    json_output: bool = json_option(),
 ) -> None:
     """Show facts in chronological order of when they became true.
 
@@ -255,7 +223,7 @@ def timeline(
 @kg_app.command("stats")
 def stats(
     ctx: typer.Context,
-    json_output: bool = json_option(JSON_HELP),
+    json_output: bool = json_option(),
 ) -> None:
     """Count entities, facts (current and expired) and predicates.
 
@@ -281,12 +249,7 @@ def render_stats(env: Env, result: dict[str, Any]) -> None:
         highlight=False,
     )
     if result["predicates"]:
-        from rich.table import Table
-
-        table = Table("predicate", "facts", box=None, pad_edge=False)
-        for name, n in result["predicates"].items():
-            table.add_row(markup("{}", name), markup("{}", n))
-        env.out.print(table, highlight=False)
+        print_counts(env, "predicate", "facts", result["predicates"])
 
 
 def register(app: typer.Typer) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 import typer
 
-from mempalace_cli.cli.env import JSON_HELP, get_env, json_option, print_json
+from mempalace_cli.cli.env import get_env, print_json
+from mempalace_cli.cli.options import flag, json_option, option
 from mempalace_cli.common.config import resolve_settings
 
 SERVER_NAME = "mempalace"
@@ -83,13 +84,30 @@ def _text(value: dict[str, Any] | str) -> str:
 
 def mcp_config(
     ctx: typer.Context,
-    client: Client = typer.Option(
-        None,
+    client: Client = option(
         "--client",
-        metavar="claude-code|claude-desktop|cursor|vscode",
-        help="Print only this client's snippet (default: all four, each under a heading).",
+        "claude-code|claude-desktop|cursor|vscode",
+        "Print only this client's snippet (default: all four, each under a heading).",
     ),
-    json_output: bool = json_option(JSON_HELP),
+    hooks: str = option(
+        "--hooks",
+        "claude-code|codex",
+        "Instead: the client's hooks that file each session into the palace (Stop, "
+        "PreCompact, SessionEnd), as its settings JSON.",
+    ),
+    write: bool = flag(
+        "--write",
+        "With --hooks: merge them into the client's settings file, showing the change "
+        "(an existing file is changed only with --yes; the old one is kept as .bak).",
+    ),
+    settings_file: Path = option(
+        "--file",
+        "PATH",
+        "With --hooks --write: the settings file (default: ~/.claude/settings.json, or "
+        "~/.codex/hooks.json).",
+    ),
+    yes: bool = flag("--yes", "With --hooks --write: change the file.", "-y"),
+    json_output: bool = json_option(),
 ) -> None:
     """Print the exact command or config snippet that connects an MCP client to this palace.
 
@@ -99,6 +117,11 @@ def mcp_config(
 
     Example: mempalace mcp-config --client claude-desktop --palace ~/.mempalace/palace
     """
+    if hooks is not None or write or settings_file is not None:
+        from mempalace_cli.cli.hooks import hook_config
+
+        hook_config(ctx, hooks, write, settings_file, yes, json_output)
+        return
     env = get_env(ctx)
     settings = resolve_settings(env.palace_option, env.chroma_url)
     palace = str(Path(settings.palace_path).expanduser().resolve())

@@ -7,25 +7,21 @@ from typing import Any
 
 import typer
 
-from mempalace_cli.cli.env import get_env, json_option, markup, print_json
+from mempalace_cli.cli.env import get_env, markup, print_json
+from mempalace_cli.cli.options import json_option, option
 
 
 def migrate(
     ctx: typer.Context,
-    to_url: str = typer.Option(
-        None, "--to", metavar="URL", help="Copy this palace's folder to the server at URL."
+    to_url: str = option("--to", "URL", "Copy this palace's folder to the server at URL."),
+    from_url: str = option(
+        "--from", "URL", "Copy the palace on the server at URL into the folder."
     ),
-    from_url: str = typer.Option(
-        None, "--from", metavar="URL", help="Copy the palace on the server at URL into the folder."
-    ),
-    batch: int = typer.Option(
-        500, "--batch", metavar="N", min=1, max=5000, help="Drawers per request."
-    ),
-    kg_file: str = typer.Option(
-        None,
+    batch: int = option("--batch", "N", "Drawers per request.", default=500, min=1, max=5000),
+    kg_file: str = option(
         "--kg",
-        metavar="FILE",
-        help="The knowledge graph to copy with --to (default: the palace's own; for a "
+        "FILE",
+        "The knowledge graph to copy with --to (default: the palace's own; for a "
         "MemPalace 3.x palace: ~/.mempalace/knowledge_graph.sqlite3).",
     ),
     json_output: bool = json_option("Print one JSON document."),

@@ -9,17 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from mempalace_cli.cli.env import (
-    EXIT_INTERRUPTED,
-    JSON_HELP,
-    Env,
-    escape,
-    get_env,
-    json_option,
-    markup,
-    print_json,
-)
+from mempalace_cli.cli.env import EXIT_INTERRUPTED, Env, escape, get_env, markup, print_json
+from mempalace_cli.cli.options import argument, flag, json_option, option
 from mempalace_cli.cli.secret_lines import KEEP_SECRETS_HELP, render_secrets
+from mempalace_cli.cli.tables import make_table
 from mempalace_cli.common.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -31,14 +24,10 @@ if TYPE_CHECKING:
 
 def init(
     ctx: typer.Context,
-    directory: Path = typer.Argument(
-        ..., metavar="DIRECTORY", help="The folder to file into the palace."
-    ),
-    wing: str = typer.Option(
-        None, "--wing", metavar="WING", help="Wing name (default: the folder's name)."
-    ),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Overwrite an existing mempalace.toml."),
-    json_output: bool = json_option(JSON_HELP),
+    directory: Path = argument("DIRECTORY", "The folder to file into the palace."),
+    wing: str = option("--wing", "WING", "Wing name (default: the folder's name)."),
+    yes: bool = flag("--yes", "Overwrite an existing mempalace.toml.", "-y"),
+    json_output: bool = json_option(),
 ) -> None:
     """Detect rooms from DIRECTORY's layout, write DIRECTORY/mempalace.toml, create the palace.
 
@@ -66,9 +55,7 @@ def init(
         )
     out.print(markup("Wing: [cyan]{}[/]", result["wing"]))
     if result["rooms"]:
-        from rich.table import Table
-
-        table = Table("room", "keywords", box=None, pad_edge=False)
+        table = make_table("room", "keywords")
         for room in result["rooms"]:
             table.add_row(markup("{}", room["name"]), markup("{}", ", ".join(room["keywords"])))
         out.print(table)
@@ -81,45 +68,30 @@ def init(
 
 def mine(
     ctx: typer.Context,
-    directory: Path = typer.Argument(
-        ..., metavar="PATH", help="The folder to mine, or one file of it."
-    ),
-    wing: str = typer.Option(
-        None, "--wing", metavar="WING", help="Wing to file into (default: from init)."
-    ),
-    agent: str = typer.Option(
-        None, "--agent", metavar="NAME", help="Recorded as added_by on each drawer."
-    ),
-    mode: str = typer.Option(
-        "projects",
+    directory: Path = argument("PATH", "The folder to mine, or one file of it."),
+    wing: str = option("--wing", "WING", "Wing to file into (default: from init)."),
+    agent: str = option("--agent", "NAME", "Recorded as added_by on each drawer."),
+    mode: str = option(
         "--mode",
-        metavar="projects|convos",
-        help="What the folder holds: projects (files) or convos (chat logs).",
+        "projects|convos",
+        "What the folder holds: projects (files) or convos (chat logs).",
+        default="projects",
     ),
-    dry_run: bool = typer.Option(
-        False,
+    dry_run: bool = flag(
         "--dry-run",
-        help="List each file it would add, change, skip (with the reason) or remove; "
-        "write nothing.",
+        "List each file it would add, change, skip (with the reason) or remove; write nothing.",
     ),
-    limit: int = typer.Option(
-        None, "--limit", metavar="N", min=1, help="Look at no more than N files."
-    ),
-    watch: bool = typer.Option(
-        False, "--watch", help="Then keep the palace in step with DIRECTORY until Ctrl+C."
-    ),
-    poll: bool = typer.Option(
-        False, "--poll", help="With --watch: poll for changes instead of using inotify."
-    ),
-    yes: bool = typer.Option(
-        False,
+    limit: int = option("--limit", "N", "Look at no more than N files.", min=1),
+    watch: bool = flag("--watch", "Then keep the palace in step with DIRECTORY until Ctrl+C."),
+    poll: bool = flag("--poll", "With --watch: poll for changes instead of using inotify."),
+    yes: bool = flag(
         "--yes",
-        "-y",
-        help="Move drawers out of the wing or mode the folder was mined into before without "
+        "Move drawers out of the wing or mode the folder was mined into before without "
         "asking (needed off a terminal).",
+        "-y",
     ),
-    keep_secrets: bool = typer.Option(False, "--keep-secrets", help=KEEP_SECRETS_HELP),
-    json_output: bool = json_option(JSON_HELP),
+    keep_secrets: bool = flag("--keep-secrets", KEEP_SECRETS_HELP),
+    json_output: bool = json_option(),
 ) -> None:
     """File every text, code and document file of a folder (or one file) into the palace.
 
@@ -196,11 +168,11 @@ def mine(
 def _flags(*pairs: tuple[str, Any]) -> list[str]:
     """Command-line words for the options given: a flag for True, flag and value otherwise."""
     words: list[str] = []
-    for flag, value in pairs:
+    for name, value in pairs:
         if value is True:
-            words.append(flag)
+            words.append(name)
         elif value is not None and value is not False:
-            words += [flag, str(value)]
+            words += [name, str(value)]
     return words
 
 

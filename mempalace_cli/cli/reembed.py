@@ -7,7 +7,9 @@ from typing import Any
 
 import typer
 
-from mempalace_cli.cli.env import EXIT_INTERRUPTED, Env, get_env, json_option, markup, print_json
+from mempalace_cli.cli.env import EXIT_INTERRUPTED, Env, get_env, markup, print_json
+from mempalace_cli.cli.options import flag, json_option, option
+from mempalace_cli.cli.tables import make_table
 
 JSON_HELP = "Print one JSON document on stdout instead of text."
 
@@ -67,13 +69,11 @@ class _Counter:
 
 def reembed(
     ctx: typer.Context,
-    model: str = typer.Option(
-        ..., "--model", metavar="NAME", help="The model to switch to (see `mempalace models`)."
+    model: str = option(
+        "--model", "NAME", "The model to switch to (see `mempalace models`).", default=...
     ),
-    force: bool = typer.Option(
-        False,
-        "--force",
-        help="Switch a palace made by MemPalace too (MemPalace then can't search it).",
+    force: bool = flag(
+        "--force", "Switch a palace made by MemPalace too (MemPalace then can't search it)."
     ),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
@@ -111,10 +111,14 @@ def reembed(
         print_json(report)
         return
     if not report["switched"]:
-        env.out.print(
-            markup("The palace already embeds with [bold]{}[/]; nothing to do.", report["model"]),
-            highlight=False,
+        added = report.get("passages_added", 0)
+        said = (
+            "The palace already embeds with [bold]{}[/]; {} long drawers got passage vectors "
+            "(a long drawer is now found by its best passage)."
+            if added
+            else "The palace already embeds with [bold]{}[/]; nothing to do."
         )
+        env.out.print(markup(said, report["model"], *([added] if added else [])), highlight=False)
         return
     resumed = f" (continued from {report['resumed_from']})" if report["resumed_from"] else ""
     env.out.print(
@@ -139,9 +143,7 @@ def models(ctx: typer.Context, json_output: bool = json_option(JSON_HELP)) -> No
     if json_output:
         print_json(report)
         return
-    from rich.table import Table
-
-    table = Table("model", "dim", "languages", "", box=None, pad_edge=False)
+    table = make_table("model", "dim", "languages", "")
     for m in report["models"]:
         marks = []
         if m["name"] == report["palace_model"]:

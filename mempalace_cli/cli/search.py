@@ -7,15 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from mempalace_cli.cli.env import (
-    JSON_HELP,
-    Env,
-    get_env,
-    json_option,
-    markup,
-    print_json,
-    report_not_found,
-)
+from mempalace_cli.cli.env import Env, get_env, markup, print_json, report_not_found
 from mempalace_cli.cli.hits import (
     INDENT,
     copies_note,
@@ -25,6 +17,7 @@ from mempalace_cli.cli.hits import (
     where_label,
     wrap_segments,
 )
+from mempalace_cli.cli.options import argument, flag, json_option, option
 from mempalace_cli.cli.words import cli_words
 
 if TYPE_CHECKING:
@@ -39,73 +32,55 @@ SCORES_LEGEND = (
 
 def search(
     ctx: typer.Context,
-    query: str = typer.Argument(
-        ..., metavar="QUERY", help="What to look for, in natural language or keywords."
-    ),
-    wing: str = typer.Option(
-        None, "--wing", metavar="WING", help="Only this wing (exact name, see status)."
-    ),
-    room: str = typer.Option(
-        None, "--room", metavar="ROOM", help="Only this room (exact name, see status)."
-    ),
-    n: int = typer.Option(
-        5, "-n", "--results", metavar="COUNT", min=1, max=100, help="How many results."
-    ),
-    mode: str = typer.Option(
-        "hybrid",
+    query: str = argument("QUERY", "What to look for, in natural language or keywords."),
+    wing: str = option("--wing", "WING", "Only this wing (exact name, see status)."),
+    room: str = option("--room", "ROOM", "Only this room (exact name, see status)."),
+    n: int = option("-n", "COUNT", "How many results.", "--results", default=5, min=1, max=100),
+    mode: str = option(
         "--mode",
-        metavar="hybrid|vector|lexical",
-        help="Ranking: hybrid (lexical + semantic, the default), vector or lexical only.",
+        "hybrid|vector|lexical",
+        "Ranking: hybrid (lexical + semantic, the default), vector or lexical only.",
+        default="hybrid",
     ),
-    since: str = typer.Option(
-        None,
+    since: str = option(
         "--since",
-        metavar="DATE",
-        help="Only drawers dated on or after DATE: YYYY-MM-DD, or relative (a period counts "
+        "DATE",
+        "Only drawers dated on or after DATE: YYYY-MM-DD, or relative (a period counts "
         "from its first day): 7d, yesterday, last week, last month, 'in March', or the same "
         "in Chinese. "
         "A drawer's date is that of what it records: a chat's time, a note's front matter, "
         "Date: line or dated file name, else the file's time.",
     ),
-    before: str = typer.Option(
-        None,
-        "--before",
-        metavar="DATE",
-        help="Only drawers dated before DATE (YYYY-MM-DD or relative, as --since).",
+    before: str = option(
+        "--before", "DATE", "Only drawers dated before DATE (YYYY-MM-DD or relative, as --since)."
     ),
-    now: str = typer.Option(
-        None,
+    now: str = option(
         "--now",
-        metavar="DATE",
-        help="Read relative dates as of DATE (YYYY-MM-DD or an ISO time) instead of today "
+        "DATE",
+        "Read relative dates as of DATE (YYYY-MM-DD or an ISO time) instead of today "
         "(also MEMPALACE_NOW).",
     ),
-    source: str = typer.Option(
-        None,
+    source: str = option(
         "--source",
-        metavar="PATH",
-        help="Only drawers from this source: the path as results show it, its ending "
+        "PATH",
+        "Only drawers from this source: the path as results show it, its ending "
         "(auth.md) or a folder.",
     ),
-    max_distance: float = typer.Option(
-        None,
+    max_distance: float = option(
         "--max-distance",
-        metavar="D",
+        "D",
+        "Drop hits whose cosine distance to the query is larger (0 identical, 1 "
+        "unrelated, 2 opposite); e.g. 0.6 keeps close matches only.",
         min=0.0,
         max=2.0,
-        help="Drop hits whose cosine distance to the query is larger (0 identical, 1 "
-        "unrelated, 2 opposite); e.g. 0.6 keeps close matches only.",
     ),
-    full: bool = typer.Option(
-        False, "--full", help="Print each drawer whole instead of its best-matching lines."
-    ),
-    aaak: bool = typer.Option(
-        False,
+    full: bool = flag("--full", "Print each drawer whole instead of its best-matching lines."),
+    aaak: bool = flag(
         "--aaak",
-        help="Show each result as a one-line AAAK summary instead: a compact, lossy notation "
+        "Show each result as a one-line AAAK summary instead: a compact, lossy notation "
         "for agents (entities, topics, quotes; see mempalace wake-up --aaak-spec).",
     ),
-    json_output: bool = json_option(JSON_HELP),
+    json_output: bool = json_option(),
 ) -> None:
     """Find the drawers that best answer QUERY (lexical + semantic ranking).
 
@@ -231,13 +206,12 @@ def _day(stamp: str) -> str:
 
 def status(
     ctx: typer.Context,
-    verify: bool = typer.Option(
-        False,
+    verify: bool = flag(
         "--verify",
-        help="Compare every drawer in the drawer store (text, metadata, vector) with the palace "
+        "Compare every drawer in the drawer store (text, metadata, vector) with the palace "
         "index and repair what differs. Reads every drawer: slower on a big palace.",
     ),
-    json_output: bool = json_option(JSON_HELP),
+    json_output: bool = json_option(),
 ) -> None:
     """Show the palace: where it is, how many drawers, and drawers per wing and room.
 

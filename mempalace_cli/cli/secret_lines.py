@@ -15,6 +15,16 @@ KEEP_SECRETS_HELP = (
 SHOWN = 20
 
 
+def say_redacted(env: Env, what: str) -> None:
+    """The line after a write that redacted secrets: `what` ("2 secrets in the entry") were
+    replaced by [REDACTED:kind]."""
+    env.out.print(
+        f"{what} replaced by [REDACTED:kind]: secrets never enter the palace.",
+        highlight=False,
+        markup=False,
+    )
+
+
 def _where(entry: dict[str, Any]) -> str:
     if "line" in entry:
         return f"{entry['file']}:{entry['line']}"

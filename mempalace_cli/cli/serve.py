@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from mempalace_cli.cli.env import get_env
+from mempalace_cli.cli.env import get_env, serving
+from mempalace_cli.cli.options import flag, option
 
 
 class Transport(StrEnum):
@@ -18,48 +19,43 @@ class Transport(StrEnum):
 
 def serve_mcp(
     ctx: typer.Context,
-    transport: Transport = typer.Option(
-        Transport.stdio,
+    transport: Transport = option(
         "--transport",
-        metavar="stdio|http",
-        help="stdio: a client starts this command and talks over stdin/stdout. "
+        "stdio|http",
+        "stdio: a client starts this command and talks over stdin/stdout. "
         "http: streamable HTTP at http://HOST:PORT/mcp.",
+        default=Transport.stdio,
     ),
-    host: str = typer.Option(
-        "127.0.0.1",
+    host: str = option(
         "--host",
-        metavar="HOST",
-        help="HTTP only: address to listen on (an IP address, or a name resolved once). A "
+        "HOST",
+        "HTTP only: address to listen on (an IP address, or a name resolved once). A "
         "loopback address (127.0.0.1, localhost, ::1, any 127.x) is served without --token, and "
         "only to requests whose Host and Origin headers name it or localhost (so no web page "
         "can reach it through DNS rebinding); any other address requires --token.",
+        default="127.0.0.1",
     ),
-    port: int = typer.Option(
-        8765, "--port", metavar="PORT", min=1, max=65535, help="HTTP only: port."
-    ),
-    token: str = typer.Option(
-        None,
+    port: int = option("--port", "PORT", "HTTP only: port.", default=8765, min=1, max=65535),
+    token: str = option(
         "--token",
-        metavar="TOKEN",
+        "TOKEN",
+        "HTTP only: require 'Authorization: Bearer TOKEN' on every request.",
         envvar="MEMPALACE_MCP_TOKEN",
         show_envvar=True,
-        help="HTTP only: require 'Authorization: Bearer TOKEN' on every request.",
     ),
-    read_only: bool = typer.Option(
-        False,
+    read_only: bool = flag(
         "--read-only",
-        help="Serve only the read tools (search, status, get, list, kg_query, ...): write "
+        "Serve only the read tools (search, status, get, list, kg_query, ...): write "
         "tools are neither listed nor callable.",
     ),
-    mine_root: list[Path] = typer.Option(
-        None,
+    mine_root: list[Path] = option(
         "--mine-root",
-        metavar="DIR",
+        "DIR",
+        "A folder the mempalace_mine tool may mine under (repeat for several; also "
+        "mcp_mine_roots in config.toml). None by default: mining over MCP is refused.",
         exists=True,
         file_okay=False,
         dir_okay=True,
-        help="A folder the mempalace_mine tool may mine under (repeat for several; also "
-        "mcp_mine_roots in config.toml). None by default: mining over MCP is refused.",
     ),
 ) -> None:
     """Serve the palace to AI agents over MCP (the Model Context Protocol).
@@ -81,7 +77,7 @@ def serve_mcp(
     from mempalace_cli.mcp.options import ServeOptions
 
     palace = get_env(ctx).palace()
-    try:
+    with serving(palace):
         roots = [Path(os.path.realpath(r)) for r in mine_root or ()]
         roots += mcp_mine_roots(palace.settings)
         options = ServeOptions(
@@ -94,10 +90,6 @@ def serve_mcp(
             mcp_server.serve_stdio(palace, options)
         else:
             mcp_server.serve_http(palace, host=host, port=port, token=token, options=options)
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
-    finally:
-        palace.close()
 
 
 def register(app: typer.Typer) -> None:

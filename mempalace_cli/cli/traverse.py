@@ -8,15 +8,9 @@ from typing import Any
 
 import typer
 
-from mempalace_cli.cli.env import (
-    Env,
-    did_you_mean,
-    get_env,
-    json_option,
-    markup,
-    print_json,
-    report_not_found,
-)
+from mempalace_cli.cli.env import Env, did_you_mean, get_env, markup, print_json, report_not_found
+from mempalace_cli.cli.options import argument, flag, json_option, option
+from mempalace_cli.cli.tables import make_table, print_counts
 from mempalace_cli.common import errors
 
 JSON_HELP = "Print one JSON document on stdout instead of a tree or tables."
@@ -24,26 +18,14 @@ JSON_HELP = "Print one JSON document on stdout instead of a tree or tables."
 
 def traverse(
     ctx: typer.Context,
-    room: str = typer.Argument(
-        None, metavar="ROOM", help="The room to start from (see --stats for rooms)."
-    ),
-    max_hops: int = typer.Option(
-        2, "--max-hops", metavar="N", min=1, max=10, help="How far to walk."
-    ),
-    tunnels: bool = typer.Option(False, "--tunnels", help="List rooms shared by several wings."),
-    wing_a: str = typer.Option(
-        None, "--wing-a", metavar="WING", help="With --tunnels: only tunnels of this wing."
-    ),
-    wing_b: str = typer.Option(
-        None, "--wing-b", metavar="WING", help="With --tunnels: ...and of this one."
-    ),
-    stats: bool = typer.Option(False, "--stats", help="Rooms, tunnels and edges of the graph."),
-    export: str = typer.Option(
-        None, "--export", metavar="mermaid|dot", help="Print the graph as mermaid or dot."
-    ),
-    output: Path = typer.Option(
-        None, "--output", "-o", metavar="FILE", help="With --export: write to a file."
-    ),
+    room: str = argument("ROOM", "The room to start from (see --stats for rooms).", default=None),
+    max_hops: int = option("--max-hops", "N", "How far to walk.", default=2, min=1, max=10),
+    tunnels: bool = flag("--tunnels", "List rooms shared by several wings."),
+    wing_a: str = option("--wing-a", "WING", "With --tunnels: only tunnels of this wing."),
+    wing_b: str = option("--wing-b", "WING", "With --tunnels: ...and of this one."),
+    stats: bool = flag("--stats", "Rooms, tunnels and edges of the graph."),
+    export: str = option("--export", "mermaid|dot", "Print the graph as mermaid or dot."),
+    output: Path = option("--output", "FILE", "With --export: write to a file.", "-o"),
     json_output: bool = json_option(JSON_HELP),
 ) -> None:
     """Walk the palace graph from ROOM; show tunnels between wings, stats, or export it.
@@ -123,9 +105,12 @@ def render_walk(env: Env, result: dict[str, Any]) -> None:
     for item in items[1:]:
         via = item["via"]
         parent = nodes[via["from"]]
-        nodes[item["room"]] = parent.add(
-            _label(item) + markup("  [dim]hop {} via {}[/]", item["hop"], via["wing"])
-        )
+        if via.get("explicit"):  # an explicit tunnel (`mempalace tunnels`)
+            name = via["label"] or via["explicit"]
+            how = markup("  [dim]hop {} via tunnel {}[/]", item["hop"], name)
+        else:
+            how = markup("  [dim]hop {} via {}[/]", item["hop"], via["wing"])
+        nodes[item["room"]] = parent.add(_label(item) + how)
     env.out.print(tree, highlight=False)
     env.out.print(
         markup("{} room(s) within {} hop(s).", result["count"] - 1, result["max_hops"]),
@@ -135,14 +120,24 @@ def render_walk(env: Env, result: dict[str, Any]) -> None:
 
 def render_tunnels(env: Env, result: dict[str, Any]) -> None:
     between = " and ".join(w for w in (result["wing_a"], result["wing_b"]) if w)
+    for t in result.get("explicit", []):  # made on purpose: `mempalace tunnels list`
+        env.out.print(
+            markup(
+                "Tunnel {}/{} <-> {}/{}{}",
+                t["source_wing"],
+                t["source_room"],
+                t["target_wing"],
+                t["target_room"],
+                "  (" + t["label"] + ")" if t.get("label") else "",
+            ),
+            highlight=False,
+        )
     if not result["tunnels"]:
         scope = f" touching {between}" if between else ""
         env.out.print(markup("No rooms{} are shared by two or more wings.", scope), highlight=False)
         return
     title = markup("Tunnels{}: {}", " of " + between if between else "", result["count"])
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    table = make_table(title=title)
     table.add_column("room", no_wrap=True)
     table.add_column("drawers", justify="right")
     table.add_column("wings (drawers)")
@@ -165,12 +160,7 @@ def render_stats(env: Env, result: dict[str, Any]) -> None:
         highlight=False,
     )
     if result["rooms_per_wing"]:
-        from rich.table import Table
-
-        table = Table("wing", "rooms", box=None, pad_edge=False)
-        for wing, n in result["rooms_per_wing"].items():
-            table.add_row(markup("{}", wing), markup("{}", n))
-        env.out.print(table, highlight=False)
+        print_counts(env, "wing", "rooms", result["rooms_per_wing"])
     if result["top_tunnels"]:
         env.out.print("Top tunnels:")
         for t in result["top_tunnels"]:

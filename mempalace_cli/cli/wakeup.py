@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import typer
 
-from mempalace_cli.cli.env import get_env, json_option, markup, print_json
+from mempalace_cli.cli.env import get_env, markup, print_json
+from mempalace_cli.cli.options import flag, json_option, option
 
 JSON_HELP = "Print one JSON document on stdout: the text and each layer with its token count."
 
 
 def wake_up(
     ctx: typer.Context,
-    wing: str = typer.Option(
-        None, "--wing", metavar="WING", help="Only this wing's story (exact name)."
+    wing: str = option("--wing", "WING", "Only this wing's story (exact name)."),
+    budget: int = option(
+        "--budget", "TOKENS", "Token budget, counted with the model's tokenizer.", default=1200
     ),
-    budget: int = typer.Option(
-        800, "--budget", metavar="TOKENS", help="Token budget, counted with the model's tokenizer."
-    ),
-    aaak_spec: bool = typer.Option(
-        False,
+    aaak_spec: bool = flag(
         "--aaak-spec",
-        help="Print the AAAK notation instead: the compact, lossy one-line summary format "
+        "Print the AAAK notation instead: the compact, lossy one-line summary format "
         "(entities, topics, key quote, flags) that agents read in place of whole drawers.",
     ),
     json_output: bool = json_option(JSON_HELP),

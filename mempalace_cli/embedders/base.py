@@ -250,12 +250,6 @@ class TokenCounter:
         with self._lock:
             return len(self._tokenizer.encode(clean_text(text), add_special_tokens=False).ids)
 
-    def count_many(self, texts: list[str]) -> list[int]:
-        texts = [clean_text(t) for t in texts]
-        with self._lock:
-            encs = self._tokenizer.encode_batch(texts, add_special_tokens=False)
-        return [len(e.ids) for e in encs]
-
 
 _counters: dict[str, TokenCounter] = {}
 

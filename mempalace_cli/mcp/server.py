@@ -110,6 +110,8 @@ class PalaceTools:
         self._tool_error = ToolError  # imported once: a call never waits on the import lock
         self._reads = threading.Lock()
         self._writes = threading.Lock()
+        self._warm = threading.Event()  # cleared while warm_up imports and loads
+        self._warm.set()
         self._writer: Palace | None = None
         self.activity = ActivityLog(audit.activity_folder(palace))
 
@@ -152,6 +154,10 @@ class PalaceTools:
 
     def _call(self, spec: ToolSpec, arguments: Any) -> dict[str, Any]:
         bound = bind_arguments(spec, arguments)
+        if spec.own_lane:  # its own store and lock, safe in any thread (see ToolSpec)
+            if self.palace.coordination.on_server:  # it imports chromadb: not beside warm_up
+                self._warm.wait()
+            return spec.call(self.palace, bound)
         if spec.read_only:
             with self._reads:
                 return spec.call(self.palace, bound)
@@ -201,7 +207,14 @@ class PalaceTools:
                 # passes (which pause every thread) from walking it again and again.
                 gc.freeze()
 
-        return warm_up(load)
+        def load_then_open() -> None:
+            try:
+                load()
+            finally:
+                self._warm.set()
+
+        self._warm.clear()
+        return warm_up(load_then_open)
 
     def close(self) -> None:
         """Close the writer's database handles and the activity log (the shared palace is
@@ -215,6 +228,8 @@ class PalaceTools:
                     self._writer = None
             finally:
                 self._writes.release()
+        if "coordination" in self.palace.__dict__:
+            self.palace.coordination.stop()  # an event_wait still running returns now
         self.activity.close()
 
 
@@ -345,7 +360,13 @@ def _server_class() -> type[MCPServer]:
                 tools = self.palace_tools
                 await anyio.to_thread.run_sync(tools.refused, name, arguments, caller, refusal)
                 raise ToolError(refusal)
-            result = await anyio.to_thread.run_sync(self.palace_tools.run, spec, arguments, caller)
+            result = await anyio.to_thread.run_sync(
+                self.palace_tools.run,
+                spec,
+                arguments,
+                caller,
+                abandon_on_cancel=spec.own_lane,  # a shutdown need not wait out an event_wait
+            )
             text = json.dumps(result, ensure_ascii=False, default=str)
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=text)], structured_content=result

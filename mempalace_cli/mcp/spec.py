@@ -1,16 +1,21 @@
 """How an MCP tool is declared and how a call's arguments are bound and checked.
 
 A `ToolSpec` holds a tool's name, title, hints, description, arguments (`Arg`: type, limits,
-size cap, the other names accepted), the MemPalace 3.11 argument names it refuses and why, its
-output schema and the service call behind it. The tables of tools live in `tools.py` (and the
-modules it gathers); the server (`server.py`) builds `tools/list` and validates calls from them.
-No mcp import here: this is plain data.
+size cap, the other names accepted), its output schema and the service call behind it.
+
+Every argument name MemPalace 3.11's schema gives a tool is in the tool's schema here too: most
+are honoured; the few with no meaning here are `Arg(ignored=why)`: accepted, checked like any
+other, and named in the result's `ignored_arguments` ({name: why}) whenever a call passes a
+value this server does not act on. A name neither schema lists is refused.
+
+The tables of tools live in `tools.py` (and the modules it gathers); the server (`server.py`)
+builds `tools/list` and validates calls from them. No mcp import here: this is plain data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.common.errors import InvalidInputError
@@ -18,15 +23,13 @@ from mempalace_cli.mcp.options import ServeOptions
 from mempalace_cli.mcp.policy import (
     MAX_BULK_DELETE,
 )
-from mempalace_cli.service.drawers import (
-    MAX_DRAWER_CHARS,
-    MAX_QUERY_CHARS,
-)
+from mempalace_cli.service.drawers import MAX_DRAWER_CHARS
+from mempalace_cli.service.searching import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
 
-# Size caps, checked before any work (documented in the README's MCP section).
+# Size caps, checked before any work (documented in docs/mcp-tools.md).
 NAME_CHARS = 500  # wing, room, agent, entity, predicate, ids, dates...
 PATH_CHARS = 4096  # file and folder paths
 TEXT_CHARS = MAX_DRAWER_CHARS  # a drawer's text, a diary entry
@@ -50,11 +53,26 @@ class Arg:
     max_items: int | None = None
     aliases: tuple[str, ...] = ()  # other names accepted with the same meaning
     cap_hint: str = ""  # what to do when the size cap is hit
+    # The aliases are MemPalace's own names: list each in the published schema too (a client
+    # that validates against it may send them); a required argument is then enforced here,
+    # not by the schema, since any of its names may carry it.
+    publish_aliases: bool = False
+    items: dict[str, Any] | None = None  # an array's item schema, when not strings
+    # A MemPalace argument with no meaning here: why (reported in `ignored_arguments`)...
+    ignored: str = ""
+    # ...unless its value is one of these (what this server does anyway).
+    honoured: tuple[Any, ...] = ()
 
     def schema(self) -> dict[str, Any]:
-        spec: dict[str, Any] = {"type": self.type, "description": self.description}
+        description = self.description
+        if self.ignored:
+            description += f" Accepted for MemPalace compatibility; {self.ignored}."
+        spec: dict[str, Any] = {"type": self.type, "description": description}
         if self.type == "array":
-            spec["items"] = {"type": "string", "maxLength": self.max_chars or NAME_CHARS}
+            spec["items"] = self.items or {
+                "type": "string",
+                "maxLength": self.max_chars or NAME_CHARS,
+            }
             if self.max_items:
                 spec["maxItems"] = self.max_items
         if self.type == "string" and self.max_chars:
@@ -70,8 +88,16 @@ class Arg:
                 spec[key] = value
         if self.default is not _MISSING and self.default is not None:
             spec["default"] = self.default
-        if not self.required:  # null means the default (bind_arguments)
+        if not self.required or self.publish_aliases:  # null: the default (bind_arguments)
             spec["type"] = [self.type, "null"]
+        return spec
+
+    def schema_as(self, alias: str) -> dict[str, Any]:
+        """The schema of `alias`, one of the published aliases."""
+        spec = self.schema()
+        spec["description"] = f"Same as {self.name} (MemPalace's name for it). " + (
+            self.description
+        )
         return spec
 
 
@@ -90,10 +116,26 @@ class ToolSpec:
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = False
-    # MemPalace 3.11 argument names this tool does not take, each with the reason.
-    refused: dict[str, str] = field(default_factory=dict)
     # A call that needs what the server's owner allowed (mining roots): `serving` binds it.
     serve_call: ServeCall | None = None
+    # Runs beside the server's read and write lanes, on the shared palace: the tool keeps its
+    # own store and lock and is safe in any thread (the coordination log: a long event_wait
+    # must hold up no read, an append must not wait for a mine).
+    own_lane: bool = False
+
+    def __post_init__(self) -> None:
+        """A tool with ignored arguments says in its result which ones a call passed (with
+        why): its call is wrapped once here, and its output schema lists the field."""
+        if not self.ignored() or getattr(self.call, "reports_ignored", False):
+            return
+        object.__setattr__(self, "call", _reporting_ignored(self.call, self.ignored()))
+        props = dict(self.output.get("properties", {}))
+        props["ignored_arguments"] = IGNORED_OUT
+        object.__setattr__(self, "output", {**self.output, "properties": props})
+
+    def ignored(self) -> dict[str, Arg]:
+        """The MemPalace arguments this tool accepts without acting on them, by name."""
+        return {a.name: a for a in self.args if a.ignored}
 
     def serving(self, options: ServeOptions) -> ToolSpec:
         """This tool as a server started with `options` runs it."""
@@ -103,18 +145,50 @@ class ToolSpec:
         return replace(self, call=lambda p, a: serve_call(p, a, options))
 
     def input_schema(self) -> dict[str, Any]:
+        properties: dict[str, Any] = {}
+        for a in self.args:
+            properties[a.name] = a.schema()
+            if a.publish_aliases:
+                properties.update({alias: a.schema_as(alias) for alias in a.aliases})
         schema: dict[str, Any] = {
             "type": "object",
-            "properties": {a.name: a.schema() for a in self.args},
+            "properties": properties,
             "additionalProperties": False,
         }
-        required = [a.name for a in self.args if a.required]
+        required = [a.name for a in self.args if a.required and not a.publish_aliases]
         if required:
             schema["required"] = required
         return schema
 
     def accepted(self) -> list[str]:
-        return [a.name for a in self.args]
+        names = [a.name for a in self.args if not a.ignored]
+        names += [alias for a in self.args if a.publish_aliases for alias in a.aliases]
+        return names + [a.name for a in self.args if a.ignored]
+
+
+IGNORED_OUT = {
+    "type": "object",
+    "additionalProperties": {"type": "string"},
+    "description": "MemPalace arguments this call passed that this server accepts but does "
+    "not act on, each with why. Absent when there are none.",
+}
+
+
+def _reporting_ignored(call: Call, ignored: dict[str, Arg]) -> Call:
+    def run(palace: Palace, bound: dict[str, Any]) -> dict[str, Any]:
+        result = call(palace, bound)
+        said = {
+            name: arg.ignored
+            for name, arg in ignored.items()
+            if bound.get(name) is not None and bound[name] not in arg.honoured
+        }
+        if said and isinstance(result, dict):
+            result = {**result, "ignored_arguments": {**result.get("ignored_arguments", {})}}
+            result["ignored_arguments"].update(said)
+        return result
+
+    run.reports_ignored = True  # type: ignore[attr-defined]
+    return run
 
 
 # -- binding and checking arguments ------------------------------------------------------------
@@ -124,6 +198,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float),
     "boolean": (bool,),
     "array": (list,),
+    "object": (dict,),
 }
 _TYPE_WORDS = {
     "string": "a valid string",
@@ -131,6 +206,7 @@ _TYPE_WORDS = {
     "number": "a number",
     "boolean": "true or false",
     "array": "a list of strings",
+    "object": "an object of named values",
 }
 
 
@@ -138,8 +214,9 @@ def bind_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
     """The call's arguments under their canonical names, defaults filled in, every value
     checked against the table (type, range, size cap) before any work; null for an optional
     argument means its default, as if it were left out. Raises
-    InvalidInputError naming each problem: unknown names (with the accepted ones), refused
-    MemPalace names (with why), missing or invalid values."""
+    InvalidInputError naming each problem: unknown names (with the accepted ones), missing
+    or invalid values. MemPalace's names with no meaning here are bound like any other (the
+    call's result reports them: `ToolSpec.ignored`)."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -157,15 +234,12 @@ def bind_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
     for key, value in arguments.items():
         arg = by_name.get(key)
         if arg is None:
-            if key in spec.refused:
-                problems.append(f"'{key}' is not supported here: {spec.refused[key]}")
-            else:
-                shown = key if len(key) <= 60 else key[:60] + "..."
-                problems.append(
-                    f"unknown argument '{shown}' (accepted: {', '.join(spec.accepted()) or 'none'})"
-                )
+            shown = key if len(key) <= 60 else key[:60] + "..."
+            problems.append(
+                f"unknown argument '{shown}' (accepted: {', '.join(spec.accepted()) or 'none'})"
+            )
             continue
-        if value is None and not arg.required:
+        if value is None and (not arg.required or arg.publish_aliases):
             continue  # null means "use the default", as if the argument were left out
         if arg.name in given_as and given_as[arg.name] != key:
             if bound.get(arg.name, _MISSING) != value:
@@ -218,6 +292,10 @@ def _check_value(arg: Arg, key: str, value: Any) -> str | None:
     if arg.type == "array":
         if arg.max_items and len(value) > arg.max_items:
             return f"'{key}' holds {len(value):,} items; at most {arg.max_items:,} per call"
+        if arg.items is not None and arg.items.get("type") == "object":
+            if any(not isinstance(v, dict) for v in value):
+                return f"'{key}' is invalid: every item should be an object of named values"
+            return None  # the service checks each item's fields and names the bad one
         cap = arg.max_chars or NAME_CHARS
         if any(not isinstance(v, str) or len(v) > cap for v in value):
             return f"'{key}' is invalid: every item should be a string of at most {cap} characters"
@@ -280,6 +358,14 @@ BEFORE = (
     "month' means before its first day). Must be after since."
 )
 SPLIT_HINT = "Split it into several drawers, or save it as a file and mine the folder."
+# Arguments several tools take alike.
+PLACE_FILTERS = (
+    string_arg("wing", WING_FILTER),
+    string_arg("room", ROOM_FILTER),
+    string_arg("since", SINCE),
+    string_arg("before", BEFORE),
+)
+DRAWER_ID_ARG = string_arg("drawer_id", DRAWER_ID, required=True)
 
 DRAWER_OUT = output_schema(
     ("drawer_id", "text", "wing", "room"),
@@ -356,7 +442,12 @@ FORGET_OUT = output_schema(
     max_per_call="integer",
     hint="string",
 )
-BULK_DRY_RUN = "true (the default): list what would go and remove nothing. false: remove."
+BULK_DRY_RUN = Arg(
+    "dry_run",
+    "boolean",
+    "true (the default): list what would go and remove nothing. false: remove.",
+    default=True,
+)
 BULK_RULES = (
     "A dry run unless you pass dry_run: false; the result counts the drawers and names their "
     f"sources. At most {MAX_BULK_DELETE:,} drawers per call: a larger call is refused (narrow "

@@ -2,8 +2,9 @@
 schema and the service call behind it (`spec.ToolSpec`).
 
 Everything else reads these tables: the server builds `tools/list` and validates every call
-from them, the README's tool list is generated from them (`python -m mempalace_cli.mcp.doc`,
-checked by a test), and the schema-parity test compares them with MemPalace's. `TOOLS` gathers
+from them, the tool list in docs/mcp-tools.md is generated from them
+(`python -m mempalace_cli.mcp.doc`, checked by a test), and the schema-parity test compares
+them with MemPalace's. `TOOLS` gathers
 this module's `CORE_TOOLS` with the tools of the modules beside it (`tools_*.py`), each one a
 table of its own.
 """
@@ -24,35 +25,34 @@ from mempalace_cli.mcp.policy import (
 )
 from mempalace_cli.mcp.spec import (
     ADD_OUT,
-    BEFORE,
     BULK_DRY_RUN,
     BULK_RULES,
     DATE,
-    DRAWER_ID,
+    DRAWER_ID_ARG,
     DRAWER_OUT,
     ENTITY,
     FACT_OUT,
     FORGET_OUT,
     PATH_CHARS,
+    PLACE_FILTERS,
     QUERY_CHARS,
     ROOM_FILE,
-    ROOM_FILTER,
     SEARCH_HIT_OUT,
-    SINCE,
     SPLIT_HINT,
     TEXT_CHARS,
     WING_FILE,
-    WING_FILTER,
     Arg,
     ToolSpec,
     output_schema,
     string_arg,
 )
+from mempalace_cli.memory.kg import FactInput
 from mempalace_cli.memory.layers import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
 from mempalace_cli.service.curation import MAX_IDS, MAX_PAGE
 from mempalace_cli.service.diary import MAX_READ
-from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD, MAX_DISTANCE, MAX_RESULTS
+from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD
 from mempalace_cli.service.navigation import MAX_HOPS
+from mempalace_cli.service.searching import MAX_DISTANCE, MAX_RESULTS
 
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
@@ -86,6 +86,7 @@ def _search(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
         before=a["before"],
         source_file=a["source_file"],
         max_distance=a["max_distance"],
+        mode=CANDIDATE_MODES[a["candidate_strategy"] or "union"],
     )
     keys = ("drawer_id", "text", "wing", "room", "source_file", "date", "similarity", "matched_by")
     view: dict[str, Any] = {
@@ -104,15 +105,21 @@ def _search(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
 
 def _mine(p: Palace, a: dict[str, Any], options: ServeOptions) -> dict[str, Any]:
     folder = check_mine_source(a["source"], options)  # only under the owner's mining roots
-    return p.mine(
+    mode = a["mode"]
+    ignored: dict[str, str] = {}
+    if mode == "extract":  # MemPalace's classifying mode: mined as the chat exports they are
+        mode = "convos"
+        ignored["mode"] = EXTRACT_MODE
+    result = p.mine(
         str(folder),
         wing=a["wing"],
         agent=a["agent"],
-        mode=a["mode"],
+        mode=mode,
         dry_run=a["dry_run"],
         limit=a["limit"],
         confirm_moves=_refuse_moves,
     )
+    return result | ({"ignored_arguments": ignored} if ignored else {})
 
 
 def _refuse_moves(move: dict[str, Any]) -> bool:
@@ -149,20 +156,78 @@ def _delete_drawers(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
     return bulk_view(p.forget(drawer_ids=a["drawer_ids"], dry_run=dry_run), dry_run)
 
 
-SEARCH_REFUSED = {
-    "candidate_strategy": "this server always fuses keyword (BM25) and semantic ranks; there "
-    "is no other candidate strategy to pick",
-    "cli_compatible": "results have one shape for every client; drop it",
-    "include_media": "the palace holds text drawers only",
-    "query_task": "the embedding model takes no task instruction; phrase the query itself",
-    "context": "pass what you are looking for in query (and narrow with wing/room/since)",
-}
-MINE_REFUSED = {
-    "extract": "mining always files verbatim text; there is no extraction step to choose",
-    "include_ignored": "mining follows .gitignore and the exclude list in the folder's "
-    "mempalace.toml; edit those to include a file",
-    "include_subagents": "chat exports are mined whole; there is no sub-agent filter",
-}
+# MemPalace's candidate strategies, as this server's search modes: 'union' ranks keyword and
+# semantic candidates together (what this server always did), 'vector' by meaning only.
+CANDIDATE_MODES = {"union": "hybrid", "vector": "vector"}
+EXTRACT_MODE = (
+    "mode 'extract' (MemPalace's classifying extraction) is mined as convos: each exchange is "
+    "filed verbatim, nothing is classified"
+)
+# MemPalace 3.11's arguments with no meaning here: accepted, and reported when used.
+SEARCH_MEMPALACE_ARGS = (
+    Arg(
+        "candidate_strategy",
+        "string",
+        "How candidates are found: 'union' (the default) ranks keyword and semantic candidates "
+        "together; 'vector' ranks by meaning only.",
+        enum=("vector", "union"),
+    ),
+    Arg(
+        "cli_compatible",
+        "boolean",
+        "MemPalace: shape results like its CLI's.",
+        ignored="results have one shape for every client here",
+        honoured=(False,),
+    ),
+    Arg(
+        "include_media",
+        "boolean",
+        "MemPalace: include media drawers.",
+        ignored="the palace holds text drawers only, so there is no media to include",
+        honoured=(False,),
+    ),
+    string_arg(
+        "query_task",
+        "MemPalace: the embedding task for the query ('search' or 'code').",
+        enum=("search", "code"),
+        ignored="the query is always embedded as a search query ('search'); the model has no "
+        "code task",
+        honoured=("search",),
+    ),
+    string_arg(
+        "context",
+        "MemPalace: text about the situation the search is for.",
+        max_chars=QUERY_CHARS,
+        ignored="only query is ranked; put the words that matter in query and narrow with "
+        "wing, room or since",
+    ),
+)
+MINE_MEMPALACE_ARGS = (
+    string_arg(
+        "extract",
+        "MemPalace: how chat exports are cut ('exchange': each question with its answer; "
+        "'general': classified memories).",
+        enum=("exchange", "general"),
+        ignored="chat exports are always filed as verbatim exchanges ('exchange'); nothing "
+        "is classified",
+        honoured=("exchange",),
+    ),
+    Arg(
+        "include_ignored",
+        "array",
+        "MemPalace: paths to mine although .gitignore ignores them.",
+        ignored="mining follows .gitignore and the exclude list of the folder's "
+        "mempalace.toml; edit those to include a file",
+        honoured=([],),
+        max_chars=PATH_CHARS,
+    ),
+    Arg(
+        "include_subagents",
+        "boolean",
+        "MemPalace: also mine sub-agents' transcripts.",
+        ignored="chat exports are mined whole; sub-agent transcripts are not told apart",
+    ),
+)
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     # -- read ---------------------------------------------------------------------------------
@@ -249,10 +314,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
                 minimum=1,
                 maximum=MAX_RESULTS,
             ),
-            string_arg("wing", WING_FILTER),
-            string_arg("room", ROOM_FILTER),
-            string_arg("since", SINCE),
-            string_arg("before", BEFORE),
+            *PLACE_FILTERS,
             string_arg(
                 "source_file",
                 "Only drawers from this source: the path as results show it, its ending "
@@ -267,8 +329,8 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
                 minimum=0.0,
                 maximum=MAX_DISTANCE,
             ),
+            *SEARCH_MEMPALACE_ARGS,
         ),
-        refused=SEARCH_REFUSED,
     ),
     ToolSpec(
         "mempalace_check_duplicate",
@@ -313,7 +375,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "One whole drawer by id: its verbatim text, wing, room, source file and metadata.",
         lambda p, a: p.get_drawer(a["drawer_id"]),
         DRAWER_OUT,
-        (string_arg("drawer_id", DRAWER_ID, required=True),),
+        (DRAWER_ID_ARG,),
     ),
     ToolSpec(
         "mempalace_get_drawers",
@@ -354,10 +416,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             hint="string",
         ),
         (
-            string_arg("wing", WING_FILTER),
-            string_arg("room", ROOM_FILTER),
-            string_arg("since", SINCE),
-            string_arg("before", BEFORE),
+            *PLACE_FILTERS,
             Arg(
                 "limit",
                 "integer",
@@ -422,7 +481,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             secrets_redacted="integer",
         ),
         (
-            string_arg("drawer_id", DRAWER_ID, required=True),
+            DRAWER_ID_ARG,
             string_arg(
                 "content",
                 "The new verbatim text; omit to keep it.",
@@ -441,7 +500,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Permanently remove one drawer. Use only for content that is wrong or must go.",
         lambda p, a: p.delete_drawer(a["drawer_id"]),
         output_schema(("success", "drawer_id"), success="boolean", drawer_id="string"),
-        (string_arg("drawer_id", DRAWER_ID, required=True),),
+        (DRAWER_ID_ARG,),
         read_only=False,
         destructive=True,
         idempotent=True,
@@ -461,7 +520,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
                 required=True,
                 max_items=MAX_IDS,
             ),
-            Arg("dry_run", "boolean", BULK_DRY_RUN, default=True),
+            BULK_DRY_RUN,
         ),
         read_only=False,
         destructive=True,
@@ -483,7 +542,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
                 required=True,
                 max_chars=PATH_CHARS,
             ),
-            Arg("dry_run", "boolean", BULK_DRY_RUN, default=True),
+            BULK_DRY_RUN,
         ),
         read_only=False,
         destructive=True,
@@ -520,9 +579,10 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             ),
             string_arg(
                 "mode",
-                "projects (notes, docs, code) or convos (chat exports).",
+                "projects (notes, docs, code) or convos (chat exports); MemPalace's 'extract' "
+                "is mined as convos (reported in ignored_arguments).",
                 default="projects",
-                enum=("projects", "convos"),
+                enum=("projects", "convos", "extract"),
             ),
             string_arg(
                 "wing", "Wing to file into; default: the folder's mempalace.toml or its name."
@@ -530,10 +590,10 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             string_arg("agent", "Convos: the agent name recorded on each drawer."),
             Arg("limit", "integer", "Mine at most this many files.", minimum=1),
             Arg("dry_run", "boolean", "Report what would change, write nothing.", default=False),
+            *MINE_MEMPALACE_ARGS,
         ),
         read_only=False,
         idempotent=True,
-        refused=MINE_REFUSED,
         serve_call=_mine,
     ),
     # -- knowledge graph ----------------------------------------------------------------------
@@ -569,17 +629,19 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Record a fact (subject, predicate, object), valid from valid_from through valid_to "
         "(both included), with where it came from.",
         lambda p, a: p.kg_add(
-            a["subject"],
-            a["predicate"],
-            a["object"],
-            valid_from=a["valid_from"],
-            valid_to=a["valid_to"],
-            confidence=a["confidence"],
-            source_drawer_id=a["source_drawer_id"],
-            source_file=a["source_file"],
-            subject_type=a["subject_type"],
-            object_type=a["object_type"],
-            source_closet=a["source_closet"],
+            FactInput(
+                a["subject"],
+                a["predicate"],
+                a["object"],
+                valid_from=a["valid_from"],
+                valid_to=a["valid_to"],
+                confidence=a["confidence"],
+                source_drawer_id=a["source_drawer_id"],
+                source_file=a["source_file"],
+                subject_type=a["subject_type"],
+                object_type=a["object_type"],
+                source_closet=a["source_closet"],
+            )
         ),
         output_schema(
             ("triple_id", "created"),
@@ -694,8 +756,9 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "mempalace_traverse",
         "Walk the palace graph",
-        "Rooms reachable from a room, hop by hop: rooms of one wing are neighbours, and a room "
-        "filed in several wings (a tunnel) leads into each of them. An unknown room gives "
+        "Rooms reachable from a room, hop by hop: rooms of one wing are neighbours, a room "
+        "filed in several wings (a tunnel) leads into each of them, and so does an explicit "
+        "tunnel (mempalace_create_tunnel; via.explicit names it). An unknown room gives "
         "found: false with close names in suggestions.",
         lambda p, a: p.traverse(a["start_room"], max_hops=a["max_hops"]),
         output_schema(
@@ -728,7 +791,8 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "mempalace_find_tunnels",
         "Find tunnels",
         "Rooms that appear in more than one wing: where projects and people meet. Diary rooms "
-        "are private and never count.",
+        "are private and never count. explicit lists the tunnels made on purpose "
+        "(mempalace_create_tunnel) between the wings.",
         lambda p, a: p.find_tunnels(wing_a=a["wing_a"], wing_b=a["wing_b"]),
         output_schema(
             ("tunnels", "count"),
@@ -736,6 +800,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             wing_b="string?",
             tunnels="array",
             count="integer",
+            explicit="array",
         ),
         (
             string_arg("wing_a", "First wing; omit for any wing."),
@@ -745,10 +810,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "mempalace_graph_stats",
         "Palace graph stats",
-        "Counts of wings, rooms, drawers, tunnels and edges in the palace graph, and the top "
-        "tunnels.",
+        "Counts of wings, rooms, drawers, tunnels and edges in the palace graph (and of "
+        "explicit tunnels), and the top tunnels.",
         lambda p, a: p.graph_stats(),
-        output_schema((), rooms="integer", tunnels="integer", top_tunnels="array"),
+        output_schema(
+            (), rooms="integer", tunnels="integer", explicit_tunnels="integer", top_tunnels="array"
+        ),
     ),
     # -- diary --------------------------------------------------------------------------------
     ToolSpec(
@@ -776,10 +843,12 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
             ),
             string_arg(
                 "entry",
-                "The entry: what you did, learned or decided (AAAK welcome).",
+                "The entry: what you did, learned or decided (AAAK welcome). Required: pass "
+                "it as entry or as content.",
                 required=True,
                 max_chars=TEXT_CHARS,
                 aliases=("content",),
+                publish_aliases=True,
                 cap_hint="Write a shorter entry, or file the text with mempalace_add_drawer.",
             ),
             string_arg("topic", "A short topic to file the entry under, if any."),

@@ -7,6 +7,10 @@ catalogue answers with one GROUP BY, so no drawer text is ever fetched.
 A private room (an agent's `diary`) belongs to its wing alone, however many wings have one:
 it is never a tunnel, never counts as an edge, and is drawn as one node per wing, so two
 agents' diaries never link their wings.
+
+Explicit tunnels (made on purpose: `mempalace tunnels create`, service/tunnels.py) join two
+rooms directly, whatever their wings: the walk crosses them as one hop, stats count them and
+exports draw them as dashed links. One whose room is gone (or private) is left out.
 """
 
 from __future__ import annotations
@@ -54,7 +58,11 @@ class RoomNode:
 
 
 class PalaceGraph:
-    def __init__(self, counts: Iterable[tuple[str, str, int]]) -> None:
+    def __init__(
+        self, counts: Iterable[tuple[str, str, int]], links: Iterable[dict[str, Any]] = ()
+    ) -> None:
+        """`counts`: (wing, room, drawers); `links`: explicit tunnels as stored (id,
+        source_wing, source_room, target_wing, target_room, label...)."""
         self.rooms: dict[str, RoomNode] = {}
         self.wings: dict[str, dict[str, int]] = {}  # wing -> room -> drawers
         for wing, room, n in counts:
@@ -62,6 +70,18 @@ class PalaceGraph:
                 continue
             self.rooms.setdefault(room, RoomNode(room)).wings[wing] = n
             self.wings.setdefault(wing, {})[room] = n
+        # Explicit tunnels whose two rooms are in the graph (and public), by room.
+        self.links: list[dict[str, Any]] = []
+        self._links_at: dict[str, list[tuple[dict[str, Any], str, str]]] = {}
+        for link in links:
+            ends = [(link["source_wing"], link["source_room"])]
+            ends.append((link["target_wing"], link["target_room"]))
+            if any(r in PRIVATE_ROOMS or r not in self.wings.get(w, {}) for w, r in ends):
+                continue
+            self.links.append(link)
+            (wa, ra), (wb, rb) = ends
+            self._links_at.setdefault(ra, []).append((link, rb, wb))
+            self._links_at.setdefault(rb, []).append((link, ra, wa))
 
     # -- lookups ------------------------------------------------------------------------------
     def suggestions(self, name: str, limit: int = 5) -> list[str]:
@@ -82,6 +102,24 @@ class PalaceGraph:
         ]
         return sorted(found, key=lambda n: (-n.drawers, n.name))
 
+    def explicit(
+        self, wing_a: str | None = None, wing_b: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Explicit tunnels with an end in `wing_a` (and the other in `wing_b`), as stored."""
+
+        def touches(link: dict[str, Any]) -> bool:
+            wings = (link["source_wing"], link["target_wing"])
+            if wing_a is not None and wing_a not in wings:
+                return False
+            if wing_b is None:
+                return True
+            rest = list(wings)
+            if wing_a is not None:
+                rest.remove(wing_a)
+            return wing_b in rest
+
+        return [link for link in self.links if touches(link)]
+
     def edge_count(self) -> int:
         """Tunnel links: one per pair of wings a shared room joins (private rooms join none)."""
         return sum(len(n.wings) * (len(n.wings) - 1) // 2 for n in self.tunnels())
@@ -101,7 +139,8 @@ class PalaceGraph:
     # -- traversal ----------------------------------------------------------------------------
     def traverse(self, start: str, max_hops: int) -> list[dict[str, Any]]:
         """Breadth-first from `start`: each hop moves to the other rooms of a wing the current
-        room is in, so a tunnel room carries the walk into every wing it belongs to."""
+        room is in, so a tunnel room carries the walk into every wing it belongs to, and
+        along each explicit tunnel at the room (`via.explicit`: the tunnel's id)."""
         origin = self.rooms[start]
         results = [{**origin.summary(), "hop": 0, "via": None}]
         seen = {start}
@@ -126,6 +165,19 @@ class PalaceGraph:
                         shown = node.summary(wing if node.is_private else None)
                         results.append({**shown, "hop": hop, "via": via})
                         next_frontier.append(other)
+                for link, other, wing in self._links_at.get(room, []):
+                    if other in seen:
+                        continue
+                    seen.add(other)
+                    via = {
+                        "from": room,
+                        "wing": wing,
+                        "tunnel": True,
+                        "explicit": link["id"],
+                        "label": link.get("label"),
+                    }
+                    results.append({**self.rooms[other].summary(), "hop": hop, "via": via})
+                    next_frontier.append(other)
             frontier = next_frontier
             if not frontier:
                 break
@@ -140,6 +192,7 @@ class PalaceGraph:
             "drawers": sum(n.drawers for n in self.rooms.values()),
             "tunnels": len(tunnels),
             "edges": self.edge_count(),
+            "explicit_tunnels": len(self.links),
             "rooms_per_wing": {w: len(rooms) for w, rooms in sorted(self.wings.items())},
             "top_tunnels": [n.summary() for n in tunnels[:top]],
         }
@@ -161,6 +214,11 @@ class PalaceGraph:
             for room, n in sorted(rooms.items()):
                 rid = room_ids[(room, wing if self.rooms[room].is_private else None)]
                 lines.append(f"    {wing_ids[wing]} -- {n} --> {rid}")
+        for link in self.links:
+            a, b = room_ids[(link["source_room"], None)], room_ids[(link["target_room"], None)]
+            label = link.get("label")
+            text = f'|"{_mermaid_text(label).replace("|", "/")}"|' if label else ""
+            lines.append(f"    {a} -.-{text} {b}")
         lines.append("    classDef wing fill:#e8f0fe,stroke:#4a6fa5")
         lines.append("    classDef tunnel fill:#fff4d6,stroke:#c58b00,stroke-width:2px")
         return "\n".join(lines) + "\n"
@@ -184,6 +242,10 @@ class PalaceGraph:
             for room, n in sorted(rooms.items()):
                 room_id = _room_dot_id(room, wing if self.rooms[room].is_private else None)
                 lines.append(f'    {_dot_id("wing:" + wing)} -- {room_id} [label="{n}"];')
+        for link in self.links:
+            a, b = _room_dot_id(link["source_room"], None), _room_dot_id(link["target_room"], None)
+            label = f", label={_dot_id(link['label'])}" if link.get("label") else ""
+            lines.append(f"    {a} -- {b} [style=dashed{label}];")
         lines.append("}")
         return "\n".join(lines) + "\n"
 

@@ -26,7 +26,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -226,6 +226,34 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class FactInput:
+    """A fact to record: `subject predicate object`, true from `valid_from` through `valid_to`
+    (both days included), how sure (`confidence`, 0 to 1) and where it came from. What
+    `kg add`, the mempalace_kg_add tool, the service's `kg_add` and every fact store's `add`
+    take: the one place its fields are written."""
+
+    subject: str
+    predicate: str
+    obj: str
+    valid_from: str | None = None
+    valid_to: str | None = None
+    confidence: float = 1.0
+    source_drawer_id: str | None = None
+    source_file: str | None = None
+    subject_type: str | None = None
+    object_type: str | None = None
+    source_closet: str | None = None
+
+    def checked(self) -> FactInput:
+        """This fact as a store records it (`check_fact`): refused when it is not valid, its
+        predicate normalised and its dates parsed."""
+        pred, start, end = check_fact(
+            self.subject, self.predicate, self.obj, self.valid_from, self.valid_to, self.confidence
+        )
+        return replace(self, predicate=pred, valid_from=start, valid_to=end)
+
+
+@dataclass(frozen=True)
 class FactRecord:
     """A fact with its entities' types: what moves between palaces."""
 
@@ -361,73 +389,22 @@ class KnowledgeGraph:
         )
         return eid
 
-    def add(
-        self,
-        subject: str,
-        predicate: str,
-        obj: str,
-        valid_from: str | None = None,
-        valid_to: str | None = None,
-        confidence: float = 1.0,
-        source_drawer_id: str | None = None,
-        source_file: str | None = None,
-        subject_type: str | None = None,
-        object_type: str | None = None,
-        source_closet: str | None = None,
-    ) -> tuple[Fact, bool]:
+    def add(self, fact: FactInput) -> tuple[Fact, bool]:
         """Record a fact; returns (fact, created). A fact identical to a stored one (same
         subject, predicate, object and interval, or restated without dates while open) is not
         stored twice."""
-        for label, value in (("subject", subject), ("predicate", predicate), ("object", obj)):
-            if not isinstance(value, str) or not value.strip():
-                raise InvalidInputError(
-                    f"The {label} is empty.",
-                    hint="A fact needs a subject, a predicate and an object.",
-                )
-        start = parse_date(valid_from, "valid_from")
-        end = parse_date(valid_to, "valid_to")
-        if start is not None and end is not None and _window(end)[1] < _window(start)[0]:
-            raise InvalidInputError(
-                f"valid_to {end} is before valid_from {start}.",
-                hint="valid_to is the last date the fact holds; it can't come before valid_from.",
-            )
-        if not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
-            raise InvalidInputError(f"confidence must be between 0 and 1, not {confidence!r}.")
-        pred = normalize_predicate(predicate)
+        checked = fact.checked()
         with self._transaction() as conn:
-            return self._add_locked(
-                conn,
-                subject,
-                pred,
-                obj,
-                start,
-                end,
-                confidence,
-                source_drawer_id,
-                source_file,
-                subject_type,
-                object_type,
-                source_closet,
-            )
+            return self._add_locked(conn, checked)
 
-    def _add_locked(
-        self,
-        conn: sqlite3.Connection,
-        subject: str,
-        pred: str,
-        obj: str,
-        start: str | None,
-        end: str | None,
-        confidence: float,
-        source_drawer_id: str | None,
-        source_file: str | None,
-        subject_type: str | None,
-        object_type: str | None,
-        source_closet: str | None,
-    ) -> tuple[Fact, bool]:
-        """The insert of `add`, inside the caller's transaction."""
-        sid = self._upsert_entity(conn, subject, subject_type)
-        oid = self._upsert_entity(conn, obj, object_type)
+    def _add_locked(self, conn: sqlite3.Connection, fact: FactInput) -> tuple[Fact, bool]:
+        """The insert of `add` (a checked fact), inside the caller's transaction."""
+        subject, pred, obj = fact.subject, fact.predicate, fact.obj
+        start, end, confidence = fact.valid_from, fact.valid_to, fact.confidence
+        source_drawer_id, source_file = fact.source_drawer_id, fact.source_file
+        source_closet = fact.source_closet
+        sid = self._upsert_entity(conn, subject, fact.subject_type)
+        oid = self._upsert_entity(conn, obj, fact.object_type)
         same = (
             "t.subject = ? AND t.predicate = ? AND t.object = ? AND "
             "((t.valid_from IS ? AND t.valid_to IS ?)"
@@ -530,17 +507,9 @@ class KnowledgeGraph:
             )
             new, _ = self._add_locked(
                 conn,
-                open_facts[0].subject,
-                pred,
-                new_object,
-                end,
-                None,
-                open_facts[0].confidence,
-                None,
-                None,
-                None,
-                None,
-                None,
+                FactInput(
+                    open_facts[0].subject, pred, new_object, end, None, open_facts[0].confidence
+                ),
             )
         marks = ",".join("?" * len(open_facts))
         return self._facts(f"t.id IN ({marks})", [f.id for f in open_facts]), new, end
@@ -549,18 +518,7 @@ class KnowledgeGraph:
         self, subject: str, pred: str, obj: str, end: str, sid: str, oid: str
     ) -> NotFoundError:
         known = self._facts("t.subject = ? AND t.predicate = ? AND t.object = ?", [sid, pred, oid])
-        if known:
-            ends = ", ".join(sorted({f.valid_to or "-" for f in known}))
-            hint = f"That fact already ended ({ends}); nothing to change."
-        else:
-            hint = (
-                f"Check the spelling with: mempalace kg query {subject!r} "
-                "(predicates are lower case with underscores)."
-            )
-        return NotFoundError(
-            f"No fact '{subject} {pred} {obj}' is open at {end}; nothing was changed.",
-            hint=hint,
-        )
+        return not_open_error(subject, pred, obj, end, known)
 
     # -- reads ----------------------------------------------------------------------------
     def has_entity(self, name: str) -> bool:
@@ -580,14 +538,7 @@ class KnowledgeGraph:
             return [r[0] for r in self.conn.execute("SELECT name FROM entities ORDER BY id")]
 
     def query(self, entity: str, as_of: str | None = None, direction: str = "both") -> list[Fact]:
-        if direction not in DIRECTIONS:
-            raise InvalidInputError(
-                f"Unknown direction {direction!r}.", hint=f"Use one of: {', '.join(DIRECTIONS)}."
-            )
-        if not isinstance(entity, str) or not entity.strip():
-            raise InvalidInputError(
-                "Name the entity to look up.", hint="e.g. mempalace kg query MyProject"
-            )
+        check_query(entity, direction)
         eid = entity_id(entity)
         sides = {
             "outgoing": "t.subject = ?",

@@ -4,31 +4,21 @@ kg.py holds the rules (what a valid fact is, which facts an `as_of` selects, how
 ordered) and the SQLite store an embedded palace keeps in its folder (`KnowledgeGraph`).
 kg_store_chroma.py keeps the same facts in a collection of a palace's Chroma server, so every
 machine of a team reads and writes one graph. The service talks to either through this
-interface only.
+interface only; which of the two a palace uses is its storage backend's choice
+(storage/backend.py), made by calling one of `FACT_STORES`' makers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
-from mempalace_cli.memory.kg import Fact, FactRecord
+from mempalace_cli.memory.kg import KG_FILE, Fact, FactInput, FactRecord, KnowledgeGraph
 
 
 class FactStore(Protocol):
-    def add(
-        self,
-        subject: str,
-        predicate: str,
-        obj: str,
-        valid_from: str | None = None,
-        valid_to: str | None = None,
-        confidence: float = 1.0,
-        source_drawer_id: str | None = None,
-        source_file: str | None = None,
-        subject_type: str | None = None,
-        object_type: str | None = None,
-    ) -> tuple[Fact, bool]: ...
+    def add(self, fact: FactInput) -> tuple[Fact, bool]: ...
 
     def invalidate(
         self, subject: str, predicate: str, obj: str, ended: str | None = None
@@ -55,3 +45,36 @@ class FactStore(Protocol):
     def import_facts(self, records: Iterable[FactRecord]) -> int: ...
 
     def close(self) -> None: ...
+
+
+class FactStores:
+    """The knowledge graph's two stores, made for a palace's backend (storage/backend.py's
+    `FactStoreMaker`): SQLite in the palace folder, or a collection on its Chroma server
+    (kg_store_chroma.py, imported for a server palace only)."""
+
+    def in_folder(self, palace_path: Path) -> FactStore:
+        return KnowledgeGraph(palace_path)
+
+    def folder_has_facts(self, palace_path: Path) -> bool:
+        return (palace_path / KG_FILE).exists()
+
+    def empty(self, palace_path: Path) -> FactStore:
+        empty = KnowledgeGraph(palace_path)
+        empty.path = Path(":memory:")  # an empty graph in memory: no file is created
+        return empty
+
+    def folder_location(self, palace_path: Path) -> str:
+        return str(palace_path / KG_FILE)
+
+    def on_server(self, client_of: Callable[[], Any], opts: Any) -> FactStore:
+        from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
+
+        return ChromaFactStore(client_of, opts)
+
+    def server_location(self, where: str) -> str:
+        from mempalace_cli.memory.kg_store_chroma import KG_COLLECTION
+
+        return f"{where} (collection {KG_COLLECTION})"
+
+
+FACT_STORES = FactStores()

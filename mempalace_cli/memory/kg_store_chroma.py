@@ -25,11 +25,11 @@ from typing import Any
 from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.memory.kg import (
     Fact,
+    FactInput,
     FactRecord,
     _window,
     as_of_bounds,
     check_end_after_start,
-    check_fact,
     check_limit,
     check_query,
     chronological,
@@ -45,6 +45,7 @@ from mempalace_cli.memory.kg import (
 )
 from mempalace_cli.storage import chroma_server
 from mempalace_cli.storage.chroma_server import ServerOptions
+from mempalace_cli.storage.side_collection import SideCollection
 
 KG_COLLECTION = "mempalace_kg"
 FAR_PAST = -(2**62)
@@ -92,20 +93,14 @@ def _fact_meta(f: Fact) -> dict[str, Any]:
         "valid_to": f.valid_to,
         "source_drawer_id": f.source_drawer_id,
         "source_file": f.source_file,
-        "source_closet": getattr(f, "source_closet", None),
+        "source_closet": f.source_closet,
     }
     meta.update({k: v for k, v in optional.items() if v is not None})
     return meta
 
 
-# Fields of Fact beyond the first twelve (a newer kg.py may add some, e.g. source_closet).
-_EXTRA_FIELDS = [f for f in Fact.__dataclass_fields__ if f in ("source_closet",)]
-
-
 def _fact(fid: str, m: dict[str, Any]) -> Fact:
-    extra = {name: m.get(name) for name in _EXTRA_FIELDS}
     return Fact(
-        **extra,
         id=fid,
         subject_id=m["subject_id"],
         predicate=m["predicate"],
@@ -118,6 +113,7 @@ def _fact(fid: str, m: dict[str, Any]) -> Fact:
         recorded_at=m.get("recorded_at", ""),
         subject=m["subject"],
         object=m["object"],
+        source_closet=m.get("source_closet"),
     )
 
 
@@ -129,31 +125,18 @@ class ChromaFactStore:
     """The FactStore (kg_store.py) of a server palace."""
 
     def __init__(self, client_of: Any, opts: ServerOptions) -> None:
-        self._client_of = client_of  # a callable: the store's (lazily connected) client
         self._opts = opts
-        self._collection: Any = None
+        self._collection = SideCollection(client_of, opts, KG_COLLECTION)
 
     # -- plumbing ---------------------------------------------------------------------------
     def _col(self, create: bool = True) -> Any | None:
-        if self._collection is None:
-            client = self._client_of()
-
-            def open_it() -> Any:
-                if create:
-                    return client.get_or_create_collection(KG_COLLECTION, embedding_function=None)
-                names = [getattr(c, "name", c) for c in client.list_collections()]
-                if KG_COLLECTION not in names:
-                    return None
-                return client.get_collection(KG_COLLECTION, embedding_function=None)
-
-            self._collection = chroma_server.read(self._opts, open_it)
-        return self._collection
+        return self._collection.open(create)
 
     def exists(self) -> bool:
         return self._col(create=False) is not None
 
     def close(self) -> None:
-        self._collection = None
+        self._collection.forget()
 
     def _get(self, **kwargs: Any) -> dict[str, Any]:
         col = self._col(create=False)
@@ -207,24 +190,12 @@ class ChromaFactStore:
         return eid
 
     # -- writes -----------------------------------------------------------------------------
-    def add(
-        self,
-        subject: str,
-        predicate: str,
-        obj: str,
-        valid_from: str | None = None,
-        valid_to: str | None = None,
-        confidence: float = 1.0,
-        source_drawer_id: str | None = None,
-        source_file: str | None = None,
-        subject_type: str | None = None,
-        object_type: str | None = None,
-        source_closet: str | None = None,
-    ) -> tuple[Fact, bool]:
+    def add(self, fact: FactInput) -> tuple[Fact, bool]:
         """As KnowledgeGraph.add: a fact identical to a stored one is not stored twice."""
-        pred, start, end = check_fact(subject, predicate, obj, valid_from, valid_to, confidence)
-        sid = self._put_entity(subject, subject_type)
-        oid = self._put_entity(obj, object_type)
+        checked = fact.checked()
+        pred, start, end = checked.predicate, checked.valid_from, checked.valid_to
+        sid = self._put_entity(checked.subject, checked.subject_type)
+        oid = self._put_entity(checked.obj, checked.object_type)
         same = self._facts(_and({"subject_id": sid}, {"predicate": pred}, {"object_id": oid}))
         for fact in sorted(same, key=lambda f: f.recorded_at):
             if (fact.valid_from, fact.valid_to) == (start, end) or (
@@ -235,21 +206,20 @@ class ChromaFactStore:
         n = 0
         while fact_id(sid, pred, oid, start, end, n) in taken:
             n += 1
-        extra = {"source_closet": source_closet} if _EXTRA_FIELDS else {}
         fact = Fact(
-            **extra,
             id=fact_id(sid, pred, oid, start, end, n),
             subject_id=sid,
             predicate=pred,
             object_id=oid,
             valid_from=start,
             valid_to=end,
-            confidence=float(confidence),
-            source_drawer_id=source_drawer_id,
-            source_file=source_file,
+            confidence=float(checked.confidence),
+            source_drawer_id=checked.source_drawer_id,
+            source_file=checked.source_file,
             recorded_at=learned_stamp(),
-            subject=self.display_name(subject),
-            object=self.display_name(obj),
+            subject=self.display_name(checked.subject),
+            object=self.display_name(checked.obj),
+            source_closet=checked.source_closet,
         )
         col = self._col()
         self._write(
@@ -305,7 +275,9 @@ class ChromaFactStore:
                 hint="Pass the value that replaces the old one as new_object.",
             )
         ended, end = self.invalidate(subject, predicate, old_object, at)
-        new, _ = self.add(ended[0].subject, predicate, new_object, end, None, ended[0].confidence)
+        new, _ = self.add(
+            FactInput(ended[0].subject, predicate, new_object, end, None, ended[0].confidence)
+        )
         return ended, new, end
 
     # -- reads ------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ Counter = Callable[[str], int]
 L0_NAME = "L0 identity"
 L1_NAME = "L1 essential story"
 PROTOCOL_NAME = "protocol"
-DEFAULT_BUDGET = 800
+DEFAULT_BUDGET = 1200
 MIN_BUDGET = 50
 MAX_BUDGET = 100_000
 L0_SHARE = 0.25  # identity may use at most this share of the budget (and at least L0_FLOOR)
@@ -43,7 +43,7 @@ L0_HEADER = "## L0 identity"
 L1_HEADER = "## L1 essential story"
 PROTOCOL_HEADER = "## Memory protocol"
 PROTOCOL_POINTER = (
-    "Not shown: it does not fit this budget. Read it with `mempalace wake-up --budget 800` "
+    "Not shown: it does not fit this budget. Read it with `mempalace wake-up --budget 1200` "
     "or the mempalace_wake_up tool."
 )
 

@@ -8,8 +8,8 @@ exist, and stays short enough for a system prompt; tests hold it to both.
 from __future__ import annotations
 
 # Measured with the embedding model's tokenizer. It names every MCP tool (test_protocol holds it
-# to that), which costs ~250 tokens of the 535; wake-up's default 800 still fits L0, L1 and it.
-PROTOCOL_TOKEN_BUDGET = 560
+# to that), which costs ~400 tokens of the 787; wake-up's default 1,200 fits L0, L1 and it.
+PROTOCOL_TOKEN_BUDGET = 800
 
 PROTOCOL = """\
 You have a memory palace: wings (projects, people, agents) hold rooms (topics) that hold drawers \
@@ -33,6 +33,15 @@ mempalace_kg_add). History: mempalace_kg_timeline, mempalace_kg_stats.
 8. AAAK lines are lossy summaries: quote the drawer text. mempalace_get_aaak_spec explains them.
 9. Explore: mempalace_list_wings, mempalace_list_rooms, mempalace_get_taxonomy, \
 mempalace_traverse, mempalace_find_tunnels, mempalace_graph_stats.
+10. Link rooms by hand: mempalace_create_tunnel, mempalace_list_tunnels, \
+mempalace_follow_tunnels, mempalace_delete_tunnel; rooms sharing entities: \
+mempalace_list_hallways, mempalace_delete_hallway. Several drawers and a diary entry at once: \
+mempalace_checkpoint. Upkeep: mempalace_sync, mempalace_memories_filed_away, \
+mempalace_reconnect, mempalace_hook_settings, mempalace_mesh_peers.
+11. Hand work to another agent: mempalace_task_create or mempalace_event_append, then \
+mempalace_event_wait (go on from its cursor; mempalace_event_list reads back), \
+mempalace_event_ack to answer; exact files: mempalace_artifact_put, mempalace_artifact_get, \
+mempalace_patch_submit.
 From a shell: mempalace status, mempalace search, mempalace kg query, mempalace kg add, \
 mempalace diary write, mempalace wake-up.
 """

@@ -25,21 +25,6 @@ SKIP_DIRS = frozenset(
 )
 SKIP_DIR_SUFFIXES = (".egg-info", ".dist-info")
 
-TEXT_EXTENSIONS = frozenset(
-    """.md .markdown .mdx .txt .text .rst .org .adoc .asciidoc .tex .rtf .csv .tsv .log
-    .html .htm .xml .svg .json .jsonl .ndjson .yaml .yml .toml .ini .cfg .conf .env.example
-    .properties .py .pyi .ipynb .js .jsx .mjs .cjs .ts .tsx .vue .svelte .css .scss .sass .less
-    .go .rs .java .kt .kts .scala .groovy .c .h .cc .cpp .cxx .hpp .hh .m .mm .swift .cs .fs
-    .vb .rb .php .pl .pm .lua .r .jl .dart .ex .exs .erl .hrl .hs .ml .mli .clj .cljs .elm .nim
-    .zig .sh .bash .zsh .fish .ps1 .bat .cmd .sql .graphql .gql .proto .thrift .tf .hcl .nix
-    .dockerfile .cmake .mk .gradle .vim .el .lisp .scm .rkt .sol .v .sv .vhd .asm .s
-    .diff .patch .srt .vtt .eml .mbox .bib""".split()
-)
-TEXT_FILENAMES = frozenset(
-    """readme license licence copying authors contributors changelog changes news notes todo
-    makefile dockerfile containerfile justfile procfile gemfile rakefile vagrantfile
-    .gitignore .dockerignore .editorconfig""".split()
-)
 BINARY_EXTENSIONS = frozenset(
     """.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .heic .avif .mp3 .wav .flac .ogg
     .m4a .aac .mp4 .mov .avi .mkv .webm .zip .gz .tgz .bz2 .xz .7z .rar .tar .zst .jar .war

@@ -88,19 +88,23 @@ def read_candidates(
     catalog: Any,
     vector_hits: Sequence[tuple[str, float, str, dict[str, Any]]],
     lexical_hits: Sequence[tuple[str, float]],
-) -> tuple[dict[str, str], set[str]]:
-    """Each candidate's text (id -> text) and the candidates that are diary entries: from the
+) -> tuple[dict[str, str], set[str], dict[str, str]]:
+    """Each candidate's text (id -> text), the candidates that are diary entries, and each
+    one's source file where it has one (id -> source, for fusion.with_siblings): from the
     catalogue, else as the store returned them with the vector hit."""
     ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
     rows = catalog.get(ids)
     texts = {i: r.text for i, r in rows.items()}
     diaries = {i for i, r in rows.items() if is_diary(r.room, r.metadata)}
+    sources = {i: r.source_file for i, r in rows.items() if r.source_file}
     for drawer_id, _distance, text, meta in vector_hits:
         if drawer_id not in texts:
             texts[drawer_id] = text
             if is_diary(meta.get("room", ""), meta):
                 diaries.add(drawer_id)
-    return texts, diaries
+            if meta.get("source_file"):
+                sources[drawer_id] = str(meta["source_file"])
+    return texts, diaries, sources
 
 
 def is_diary(room: str, metadata: Mapping[str, Any]) -> bool:

@@ -398,22 +398,10 @@ def _hint(path: Path) -> str:
 
 
 def _row(r: tuple[Any, ...]) -> ActivityRow:
-    return ActivityRow(
-        id=r[0],
-        at=r[1],
-        client=r[2],
-        client_version=r[3],
-        transport=r[4],
-        peer=r[5],
-        tool=r[6],
-        arguments=_json(r[7], {}),
-        drawer_ids=_json(r[8], []),
-        drawers=r[9],
-        duration_ms=r[10],
-        outcome=r[11],
-        error_kind=r[12],
-        message=r[13],
-    )
+    """A row of `_COLUMNS` (ActivityRow's fields, in order), its JSON columns decoded."""
+    values = list(r)
+    values[7], values[8] = _json(r[7], {}), _json(r[8], [])
+    return ActivityRow(*values)
 
 
 def _json(text: str | None, empty: Any) -> Any:

@@ -21,11 +21,31 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.naming import normalize_name
+from mempalace_cli.miners.convos import (
+    SLACK_INDEX,
+    ConvoDrawer,
+    Exchange,
+    ParseError,
+    Problem,
+    detect,
+    plan_drawers,
+    read_exchanges,
+)
+from mempalace_cli.miners.dates import file_date
+from mempalace_cli.miners.files import sha256_file, walk
 from mempalace_cli.miners.paths import source_key
-from mempalace_cli.service.core import PalaceCore, now_iso
+from mempalace_cli.miners.project import DEFAULT_EXCLUDE
+from mempalace_cli.miners.secrets import (
+    credential_reason,
+    policy_changed,
+    redact_exchange,
+    remember_policy,
+    secret_name_reason,
+)
+from mempalace_cli.service.core import PalaceCore, Part, now_iso
 from mempalace_cli.service.mine_common import (
     DEFAULT_AGENT,
     EMBED_GROUP,
@@ -35,16 +55,13 @@ from mempalace_cli.service.mine_common import (
     per_file_reason,
     rel_source,
     resolve_dir,
+    walked,
 )
 from mempalace_cli.service.names import name_to_file
+from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 from mempalace_cli.storage.drawer_ids import drawer_id as convo_drawer_id
 from mempalace_cli.storage.drawer_ids import legacy_drawer_id
-
-# The miners (the chat parsers above all) are imported where exports are mined, not here:
-# `import mempalace_cli.service` (every command, search included) then loads none of them.
-if TYPE_CHECKING:
-    from mempalace_cli.miners.convos import ConvoDrawer, Exchange, Problem
 
 MODE = "convos"
 HOLD_CHARS = 8_000_000  # drawer text kept between the passes; beyond it, files are re-read
@@ -68,7 +85,14 @@ class PendingExport:
     old_ids: list[str] = field(default_factory=list)
 
 
-class ConvoMiningOps(PalaceCore):
+class ConvoMining(Part):
+    """`mine --mode convos` (see the module docstring), over the palace's resources; drawers
+    are filed and removed through the `DrawerWriter` it is given."""
+
+    def __init__(self, core: PalaceCore, writer: DrawerWriter) -> None:
+        super().__init__(core)
+        self.writer = writer
+
     def mine_convos(
         self,
         directory: str | Path,
@@ -82,7 +106,6 @@ class ConvoMiningOps(PalaceCore):
         """Mine the chat exports under `directory` (any mix of the six formats) into `wing`
         (default: the folder's name). Returns the same report as project mining. Secrets in
         the exchanges are redacted and credential files skipped, unless `keep_secrets`."""
-        from mempalace_cli.miners.secrets import policy_changed, remember_policy
 
         started = time.perf_counter()
         root = resolve_dir(directory)
@@ -133,23 +156,14 @@ class ConvoMiningOps(PalaceCore):
         report: MineReport,
         notify: ProgressFn,
     ) -> tuple[list[PendingExport], set[str]]:
-        from mempalace_cli.miners.convos import SLACK_INDEX, ParseError, detect
-        from mempalace_cli.miners.files import Candidate, Skipped, sha256_file, walk
-        from mempalace_cli.miners.project import DEFAULT_EXCLUDE
-        from mempalace_cli.miners.secrets import credential_reason, secret_name_reason
 
         pending: list[PendingExport] = []
         seen: set[str] = set()
         planned: set[str] = set()  # new ids already claimed by an earlier file of this run
         held = 0
         keep = report.keep_secrets
-        for item in walk(root, DEFAULT_EXCLUDE, [self.path], keep_secrets=keep):
-            if isinstance(item, Skipped):
-                report.files_skipped.append({"file": item.rel, "reason": item.reason})
-                continue
-            if limit is not None and len(seen) >= limit:
-                break
-            assert isinstance(item, Candidate)
+        items = walk(root, DEFAULT_EXCLUDE, [self.path], keep_secrets=keep)
+        for item in walked(items, report, limit, seen):
             src = source_key(item.path)
             why = None if keep else credential_reason(item.path)
             if why:  # a credential file (by name): never read; drawers it had go
@@ -265,8 +279,6 @@ class ConvoMiningOps(PalaceCore):
     ) -> Iterator[tuple[DrawerRow, str]]:
         """The drawers of one export. `screen`: (the file as reported, a report to note
         them in): secrets are redacted before the drawer ids are taken from the words."""
-        from mempalace_cli.miners.convos import Problem, plan_drawers, read_exchanges
-        from mempalace_cli.miners.secrets import redact_exchange
 
         def exchanges() -> Iterator[Exchange]:
             for item in read_exchanges(path, fmt):
@@ -325,7 +337,7 @@ class ConvoMiningOps(PalaceCore):
                 for p in done
             ]
             with self.lock.hold():
-                self._file_drawers(rows, embeddings, (), records, keep_secrets=report.keep_secrets)
+                self.writer.file(rows, embeddings, (), records, keep_secrets=report.keep_secrets)
             report.drawers_added += len(rows)
             for p in done:
                 report.files_mined.append(p.rel)
@@ -349,7 +361,6 @@ class ConvoMiningOps(PalaceCore):
         if p.rows is not None:
             yield from p.rows
             return
-        from mempalace_cli.miners.convos import ParseError
 
         context = _RowContext(
             wing, agent, source_key(p.path), source_key(root), p.content_hash, p.mtime
@@ -431,7 +442,7 @@ class ConvoMiningOps(PalaceCore):
             if moved:
                 self._repoint(moved, stored)
             if delete or removed:
-                self._remove_drawers(delete, forget_files=removed)
+                self.writer.remove(delete, forget_files=removed)
         report.drawers_removed += len(delete)
         report.files_removed = [rel_source(root, s) for s in removed]
 
@@ -466,7 +477,7 @@ class ConvoMiningOps(PalaceCore):
             )
             embeddings.append(list(map(float, vectors[drawer_id])))
         if rows:
-            self._file_drawers(rows, embeddings)
+            self.writer.file(rows, embeddings)
 
 
 class _Unreported:
@@ -488,7 +499,6 @@ class _RowContext:
     mtime: float
 
     def file_date(self) -> dict[str, str]:
-        from mempalace_cli.miners.dates import file_date
 
         name = self.source_file
         if name.startswith(self.source_root.rstrip("/") + "/"):
@@ -523,7 +533,6 @@ class _RowContext:
 
 
 def _reason(exc: BaseException) -> str:
-    from mempalace_cli.miners.convos import ParseError
 
     if isinstance(exc, ParseError):
         return f"{exc.where}: {exc.problem}"

@@ -1,18 +1,22 @@
-"""The palace's shared machinery: settings, the drawer store, the catalogue, the write lock and
-the embedder, each created on first use, plus the two write primitives every path goes through
-(`_file_drawers` and `_remove_drawers`), so the lexical index can never fall out of step."""
+"""The palace's shared resources: settings, the drawer store, the catalogue, the write lock and
+the embedder, each created on first use, with the palace's embedding model (its binding) and
+the checks every verb starts with (exists, require, sync). `PalaceCore` is what the `Palace`
+facade hands its parts; `Part` is the base of a part, which reads those resources through it.
+The two write primitives live in service/writer.py (`DrawerWriter`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from mempalace_cli.common.config import COLLECTION_NAME, Settings, resolve_settings
-from mempalace_cli.common.errors import IncompatiblePalaceError, NoPalaceError
+from mempalace_cli.common.errors import NoPalaceError
 from mempalace_cli.embedders.base import MODEL_NAME, Embedder, get_embedder
 from mempalace_cli.service.models import (
     COLLECTION_META,
@@ -24,9 +28,8 @@ from mempalace_cli.service.models import (
     dimension_of,
     drawer_collections,
 )
-from mempalace_cli.service.server_mirror import TeamLog
-from mempalace_cli.storage.catalog import VECTORS_META, Catalog, DrawerRow, FileRecord
-from mempalace_cli.storage.chroma_server import ServerOptions
+from mempalace_cli.storage.backend import PalaceBackend, open_backend
+from mempalace_cli.storage.catalog import VECTORS_META, Catalog
 from mempalace_cli.storage.consistency import (
     WRITE_IN_PROGRESS,
     Consistency,
@@ -34,15 +37,26 @@ from mempalace_cli.storage.consistency import (
     now_iso,
     row_from,
 )
-from mempalace_cli.storage.drawer_rules import prepare_rows
 from mempalace_cli.storage.locking import PalaceLock
-from mempalace_cli.storage.palace_owner import index_dir
 from mempalace_cli.storage.store import DrawerStore
+from mempalace_cli.storage.vector_index import VectorIndex
 
-__all__ = ["WRITE_IN_PROGRESS", "PalaceCore", "crashpoint", "meta_from", "now_iso", "row_from"]
+__all__ = [
+    "WRITE_IN_PROGRESS",
+    "PalaceCore",
+    "Part",
+    "Via",
+    "crashpoint",
+    "meta_from",
+    "now_iso",
+    "row_from",
+]
 
+
+T = TypeVar("T")
 
 CRASH_ENV = "MEMPALACE_TEST_CRASH_AT"
+log = logging.getLogger("mempalace.core")
 
 
 _crash_hits: dict[str, int] = {}
@@ -61,30 +75,40 @@ def crashpoint(name: str) -> None:
 
 
 class PalaceCore:
-    def __init__(self, settings: Settings | None = None) -> None:
+    """One palace's shared resources, each made on first use (chromadb is imported only when
+    the drawer store is opened). `embedder_source`, when given, is asked for the embedder
+    instead of the palace's model (the facade passes its own `embedder`, which a subclass may
+    override: the benchmarks' stand-ins, the MCP write lane's own model instances)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        embedder_source: Callable[[], Embedder] | None = None,
+    ) -> None:
         self.settings = settings or resolve_settings()
         self.path = self.settings.palace_path
         self._binding: Binding | None = None
+        self.embedder_source = embedder_source
 
     # -- components, created lazily ---------------------------------------------------------
     @cached_property
-    def store(self) -> DrawerStore:
-        store = DrawerStore(self.path, server=ServerOptions.from_settings(self.settings))
-        store.retry_guard = self.lock.hold
-        store.binder = self._store_binding
-        return store
+    def backend(self) -> PalaceBackend:
+        """The palace's kind of storage, in its folder or on a Chroma server: every difference
+        between the two lives there (storage/backend.py); nothing here asks which it is."""
+        return open_backend(
+            self.settings, binder=self._store_binding, retry_guard=lambda: self.lock.hold()
+        )
 
-    @cached_property
-    def team_log(self) -> TeamLog:
-        """A server palace's change log: teammates' writes seen at once, repaired by id."""
-        return TeamLog(self)
+    @property
+    def store(self) -> DrawerStore:
+        return self.backend.store
 
     @cached_property
     def index_dir(self) -> Path:
         """Where our own files for this palace live (catalogue, vector index, write lock): its
         folder, or a folder in the cache when another tool (MemPalace) owns the palace folder,
         so that using its palace never writes into it (see palace_owner.py)."""
-        return index_dir(self.path, self.settings.home, bool(self.settings.chroma_url))
+        return self.backend.index_dir
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -97,21 +121,17 @@ class PalaceCore:
     @cached_property
     def consistency(self) -> Consistency:
         """The one owner of Chroma <-> catalogue agreement (see consistency.py)."""
-        consistency = Consistency(
-            self.path,
-            self.catalog,
-            self.store,
-            self.lock,
-            server=bool(self.settings.chroma_url),
-            collection_name=self.binding().collection,
-        )
-        if self.settings.chroma_url:
-            consistency.team_log = self.team_log
-        return consistency
+        return self.backend.consistency(self.catalog, self.lock, self.binding().collection)
 
     @property
     def embedder(self) -> Embedder:
-        """The palace's own model: every vector of this palace, queries included."""
+        """What embeds every vector of this palace, queries included."""
+        if self.embedder_source is not None:
+            return self.embedder_source()
+        return self.model_embedder()
+
+    def model_embedder(self) -> Embedder:
+        """The palace's own model (this process's shared instance)."""
         return get_embedder(self.binding().model, self.settings.embedding_model_dir)
 
     def embedder_for(self, model: str) -> Embedder:
@@ -139,8 +159,7 @@ class PalaceCore:
 
     def _resolve_binding(self) -> Binding:
         generation = self.catalog.generation() if self.catalog.exists else -1
-        local = not self.settings.chroma_url
-        if local and self.catalog.exists:
+        if self.backend.model_recorded_in_catalog and self.catalog.exists:
             recorded = self.catalog.get_meta(MODEL_META)
             if recorded:
                 name = self.catalog.get_meta(COLLECTION_META) or COLLECTION_NAME
@@ -152,7 +171,7 @@ class PalaceCore:
                 if found is not None and found.model != MODEL_NAME:
                     return Binding(found.model, found.collection, found.origin, generation)
                 return Binding(MODEL_NAME, COLLECTION_NAME, "legacy", generation)
-        if not local or self.store.has_local_data():
+        if self.backend.may_hold_collections():
             found = active_collection(drawer_collections(self.store.client))
             if found is not None:
                 b = binding_from_collection(*found)
@@ -160,8 +179,8 @@ class PalaceCore:
         return Binding(default_model(self.settings), COLLECTION_NAME, "new", generation)
 
     def _recorded_collection(self) -> Binding | None:
-        """The embedded store's active drawer collection, when it records its model."""
-        if not self.store.has_local_data():
+        """The store's active drawer collection, when it records its model."""
+        if not self.backend.may_hold_collections():
             return None
         found = active_collection(drawer_collections(self.store.client))
         if found is None or not found[1].get(MODEL_META):
@@ -173,7 +192,7 @@ class PalaceCore:
         dim = dimension_of(b.model) or get_embedder(b.model).dimension
         return b.collection, b.model, dim
 
-    def _record_binding(self, conn: Any) -> None:
+    def record_binding(self, conn: Any) -> None:
         """Write the palace's model into the catalogue (with the first write, or after a
         server told us), so that it never depends on a default that may change."""
         b = self.binding()
@@ -181,8 +200,19 @@ class PalaceCore:
             return
         self.catalog.set_meta(conn, MODEL_META, b.model)
         self.catalog.set_meta(conn, COLLECTION_META, b.collection)
-        if not self.settings.chroma_url:
+        if self.backend.model_recorded_in_catalog:
             self._binding = Binding(b.model, b.collection, "recorded", b.generation)
+
+    def rebind(self) -> None:
+        """Forget the resolved model and collection (a `reembed` just switched them): the
+        next use resolves them again, and consistency reads the new collection's log."""
+        self._binding = None
+        self.__dict__.pop("consistency", None)
+
+    def adopt_binding(self, binding: Binding) -> None:
+        """Take `binding` as the palace's model and collection (a `migrate` target with
+        nothing filed takes its source's)."""
+        self._binding = binding
 
     def close(self) -> None:
         if "catalog" in self.__dict__:
@@ -191,9 +221,7 @@ class PalaceCore:
     # -- existence --------------------------------------------------------------------------
     def exists(self) -> bool:
         """A palace exists once `init` or a write created it, or when MemPalace made one here."""
-        if self.catalog.exists or self.store.has_local_data():
-            return True
-        return bool(self.settings.chroma_url) and self.store.collection() is not None
+        return self.catalog.exists or self.backend.store_exists()
 
     def require(self) -> None:
         if not self.exists():
@@ -206,7 +234,7 @@ class PalaceCore:
         _ = self.catalog.conn
         if new:
             with self.catalog.transaction() as conn:
-                self._record_binding(conn)
+                self.record_binding(conn)
             self.consistency.record_new_store()
         return new
 
@@ -220,24 +248,31 @@ class PalaceCore:
         that stale index could persist it. Runs before every read (`sync`) and whenever the
         write lock is taken. A Chroma server needs none of this. True if it reopened.
         """
-        if self.settings.chroma_url or not self.catalog.exists:
+        if not self.catalog.exists:
             return False
+        return self.backend.refresh(self.catalog.generation, self._rebind_if_switched)
+
+    def _rebind_if_switched(self) -> None:
         if self._binding is not None:
             self.current_binding()  # a reembed elsewhere may have switched the collection
-        generation = self.catalog.generation()
-        stale = self.store.is_stale(generation)
-        if stale:
-            self.store.reset_handle()
-        self.store.mark_fresh(generation)
-        return stale
 
-    def _wrote(self) -> None:
-        """After our own write (under the lock): the handle and the catalogue are current."""
-        generation = self.catalog.generation()
-        if self.settings.chroma_url:
-            self.team_log.after_own_write()
-        else:
-            self.store.mark_fresh(generation)
+    def wrote(self) -> None:
+        """After our own write (under the lock): the handle and the catalogue are current, and
+        so is the vector index (searches never update it: they only read)."""
+        self.backend.after_own_write(self.catalog)
+        self.keep_vector_index()
+
+    def keep_vector_index(self) -> None:
+        """Bring the on-disk vector index (storage/vector_index.py) up to the catalogue's last
+        change: after every write of ours and every repair, so that the search that follows
+        reads it as it is. Only where searches rank from it (a catalogue provably in step);
+        an index that can't be written (read-only storage) is left to searches' exact path."""
+        if not self.consistency.proves_from_marks or not self.catalog.exists:
+            return
+        try:
+            VectorIndex(self.index_dir, self.catalog.conn).current()
+        except (OSError, sqlite3.Error) as exc:
+            log.debug("vector index not updated: %s", exc)
 
     # -- keeping the catalogue in step with the store (consistency.py owns the rules) -------
     # The other palace object of this process that writes (the MCP server's write lane), if
@@ -270,128 +305,77 @@ class PalaceCore:
         if repair is None:
             return 0
         self.store.mark_fresh(self.catalog.generation())
+        self.keep_vector_index()  # the repair changed rows: the index follows (its own lock)
         return len(repair.added) + len(repair.updated) + len(repair.removed)
 
-    def _check_store_present(self) -> None:
+    def check_store_present(self) -> None:
         """A missing, emptied or damaged drawer store is reported before anything trusts the
         manifest (a file check and one sqlite read)."""
         self.consistency.check_store_present()
 
-    # -- the two write primitives (callers hold the lock around read-then-write) ----------
-    def _file_drawers(
-        self,
-        rows: Sequence[DrawerRow],
-        embeddings: Any,
-        replace_ids: Sequence[str] = (),
-        files: Sequence[FileRecord] = (),
-        forget_files: Sequence[str] = (),
-        keep_secrets: bool = False,
-    ) -> None:
-        """Store drawers in Chroma, then the catalogue; `replace_ids` are removed first, and
-        `files` (the mining manifest; `forget_files` leave it) commit in the same catalogue
-        transaction as their drawers.
-
-        Chroma is written first, under a write-in-progress mark: a crash in between leaves the
-        mark and an old manifest, so the next reader rebuilds the catalogue from Chroma and the
-        next mine redoes the files; never a catalogue row or a manifest entry without drawers.
-        Every row is checked before the mark is set: a value Chroma would refuse is an
-        InvalidInputError with nothing written, never a half-done write.
-
-        Secrets never enter the palace through a drawer's other fields either: every text
-        value of its metadata (topic, speakers, added_by...) and its source are redacted here
-        (the text was redacted before it was embedded), unless the mining run was started
-        with --keep-secrets.
-        """
-        rows = prepare_rows(rows)
-        if not keep_secrets:
-            rows = _redact_fields(rows)
-        new_ids = {r.id for r in rows}
-        stale = [i for i in dict.fromkeys(replace_ids) if i not in new_ids]
-        with self.lock.hold():  # re-entrant: callers already hold it around read-then-write
-            self._file_drawers_locked(rows, embeddings, stale, files, forget_files)
-
-    def _file_drawers_locked(
-        self,
-        rows: Sequence[DrawerRow],
-        embeddings: Any,
-        stale: list[str],
-        files: Sequence[FileRecord],
-        forget_files: Sequence[str],
-    ) -> None:
-        self._check_vector_size(embeddings, len(rows))
-        self.consistency.begin_write()
-        crashpoint("before_store_write")
-        if self.settings.chroma_url:
-            # On a server a rewritten drawer is filed as delete + add, so it moves to the end
-            # of Chroma's order, where other machines' consistency probe sees it.
-            listed = self.catalog.get([r.id for r in rows])
-            stale = stale + [r.id for r in rows if r.id in listed]
-        self.store.delete(stale)
-        if rows:
-            self.store.upsert(
-                [r.id for r in rows],
-                embeddings,
-                [r.text for r in rows],
-                [meta_from(r) for r in rows],
-            )
-        crashpoint("after_store_write")
-        with self.catalog.transaction() as conn:
-            self._record_binding(conn)
-            self.catalog.delete_drawers(conn, stale)
-            self.catalog.upsert_drawers(conn, rows, embeddings)
-            stamp = now_iso()
-            for source_file in forget_files:
-                self.catalog.delete_file(conn, source_file)
-            for rec in files:
-                self.catalog.put_file(conn, rec, stamp)
-            self.consistency.end_write(conn, [*stale, *(r.id for r in rows)])
-            self.catalog.bump_generation(conn)
-        self._wrote()
-        crashpoint("after_catalog_write")
-
-    def _check_vector_size(self, embeddings: Any, n: int) -> None:
-        """Refuse vectors of another model (embedded before a `reembed` elsewhere switched the
-        palace while this process was working): they would corrupt the ranking silently."""
-        expected = dimension_of(self.binding().model)
-        got = len(embeddings[0]) if n else 0
-        if n and expected and got != expected:
-            raise IncompatiblePalaceError(
-                f"The palace now embeds with {self.binding().model} ({expected}-d), but these "
-                f"drawers were embedded with {got}-d vectors (the model changed while this "
-                "command ran). Nothing was filed.",
-                hint="Run the command again.",
-            )
-
-    def _remove_drawers(self, ids: Sequence[str], forget_files: Sequence[str] = ()) -> None:
-        with self.lock.hold():
-            self.consistency.begin_write()
-            self.store.delete(list(ids))
-            crashpoint("after_store_delete")
-            with self.catalog.transaction() as conn:
-                self.catalog.delete_drawers(conn, list(ids))
-                for source_file in forget_files:
-                    self.catalog.delete_file(conn, source_file)
-                self.consistency.end_write(conn, ids)
-                self.catalog.bump_generation(conn)
-            self._wrote()
+    def known_places(self) -> dict[str, list[str]]:
+        """wing -> its rooms, from the catalogue (for name resolution and hints)."""
+        places: dict[str, list[str]] = {}
+        for wing, room, _n in self.catalog.counts_by_wing_room():
+            places.setdefault(wing, []).append(room)
+        return places
 
 
-def _redact_fields(rows: Sequence[DrawerRow]) -> list[DrawerRow]:
-    """`rows` with each secret value in their metadata text and source replaced by
-    `[REDACTED:kind]` (miners/secrets.py; its prefilter makes a value with no trigger literal
-    cost one regex pass)."""
-    from dataclasses import replace
+class Via(Generic[T]):
+    """An attribute its owner reads from an object it holds, under the same name: on a part,
+    `Via("core")` is `part.core.<name>`; on the facade, `Via("drawers")` is the drawers part's
+    verb of that name, its signature and docstring with it. An instance may still set its own
+    (a test injecting a fault)."""
 
-    from mempalace_cli.miners.secrets import redact
+    def __init__(self, holder: str) -> None:
+        self.holder = holder
+        self.name = ""
 
-    def clean(value: Any) -> Any:
-        return redact(value).text if isinstance(value, str) and value else value
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
 
-    out: list[DrawerRow] = []
-    for row in rows:
-        metadata = {k: clean(v) for k, v in row.metadata.items()}
-        source_file = clean(row.source_file)
-        if metadata != row.metadata or source_file != row.source_file:
-            row = replace(row, metadata=metadata, source_file=source_file)
-        out.append(row)
-    return out
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Via[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
+        return self if obj is None else self.read(obj)
+
+    def read(self, obj: object) -> T:
+        value: T = getattr(getattr(obj, self.holder), self.name)
+        return value
+
+
+class Part:
+    """The base of a part of the palace (mining, search, curation...): it is given the
+    palace's shared resources (`core`) and reads them under the same names the core has, so a
+    part's code says `self.catalog`, `self.lock.hold()`, `self.sync()`. What parts share
+    beyond these is a public method of one part handed to the other (the `DrawerWriter`)."""
+
+    def __init__(self, core: PalaceCore) -> None:
+        self.core = core
+
+    # -- the core's resources ---------------------------------------------------------------
+    settings: Via[Settings] = Via("core")
+    path: Via[Path] = Via("core")
+    store: Via[DrawerStore] = Via("core")
+    backend: Via[PalaceBackend] = Via("core")
+    catalog: Via[Catalog] = Via("core")
+    lock: Via[PalaceLock] = Via("core")
+    consistency: Via[Consistency] = Via("core")
+    index_dir: Via[Path] = Via("core")
+    embedder: Via[Embedder] = Via("core")
+    # -- the model and the checks every verb starts from ----------------------------------
+    embedder_for: Via[Callable[[str], Embedder]] = Via("core")
+    binding: Via[Callable[[], Binding]] = Via("core")
+    current_binding: Via[Callable[[], Binding]] = Via("core")
+    exists: Via[Callable[[], bool]] = Via("core")
+    require: Via[Callable[[], None]] = Via("core")
+    create: Via[Callable[[], bool]] = Via("core")
+    refresh: Via[Callable[[], bool]] = Via("core")
+    sync: Via[Callable[..., int]] = Via("core")  # sync(restamp=False)
+    catalog_trusted: Via[Callable[[], bool]] = Via("core")
+    needs_repair: Via[Callable[[], bool]] = Via("core")
+    known_places: Via[Callable[[], dict[str, list[str]]]] = Via("core")

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 from mempalace_cli.search.dates import resolve_range
-from mempalace_cli.service.core import now_iso
+from mempalace_cli.service.core import PalaceCore, Part, now_iso
+from mempalace_cli.service.drawers import Drawers, check_content, drawer_view
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
+from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow
 from mempalace_cli.storage.filters import DrawerFilter, drawer_date
-
-if TYPE_CHECKING:
-    from mempalace_cli.service.drawers import DrawerOps
 
 MAX_IDS = 1000  # drawers fetched or forgotten by id in one call
 MAX_PAGE = 100  # drawers listed per page
@@ -28,19 +27,6 @@ ID_HINT = (
     "Drawer ids come from search results or the drawer list (`mempalace drawers`, or the "
     "list_drawers tool): drawer_id."
 )
-
-
-def drawer_view(row: DrawerRow) -> dict[str, Any]:
-    """One whole drawer, as get_drawer returns it."""
-    return {
-        "drawer_id": row.id,
-        "text": row.text,
-        "wing": row.wing,
-        "room": row.room,
-        "source_file": row.source_file,
-        "filed_at": row.filed_at,
-        "metadata": row.metadata,
-    }
 
 
 def _check_ids(ids: object, field: str = "drawer_ids") -> list[str]:
@@ -69,18 +55,21 @@ def _page(limit: object, offset: object) -> tuple[int, int]:
     return limit, offset
 
 
-class DrawerCuration:
-    """The drawer-keeping verbs, over the palace's drawer operations (store, catalogue, lock,
-    embedder) that it is given."""
+class DrawerCuration(Part):
+    """The drawer-keeping verbs, over the palace's resources (store, catalogue, lock,
+    embedder); edits are filed through the `DrawerWriter`, and checked for duplicates by the
+    `Drawers` part, that it is given."""
 
-    def __init__(self, drawers: DrawerOps) -> None:
+    def __init__(self, core: PalaceCore, writer: DrawerWriter, drawers: Drawers) -> None:
+        super().__init__(core)
+        self.writer = writer
         self.drawers = drawers
 
     # -- reads ------------------------------------------------------------------------------
     def get_drawers(self, ids: list[str]) -> dict[str, Any]:
         """The drawers with these ids, in the order asked; unknown ids listed in `missing`."""
         wanted = _check_ids(ids)
-        p = self.drawers
+        p = self
         p.require()
         p.sync()
         rows = p.catalog.get(wanted)
@@ -104,7 +93,7 @@ class DrawerCuration:
         `source` as in search (a file, a path ending, or a folder)."""
         limit, offset = _page(limit, offset)
         since_n, before_n = resolve_range(since, before)  # relative dates too (dates.py)
-        p = self.drawers
+        p = self
         p.require()
         p.sync()
         places = p.known_places()
@@ -153,8 +142,6 @@ class DrawerCuration:
         """Change a drawer's text and/or move it to another wing or room; it keeps its id.
         New text is embedded again, re-indexed for keyword search and refused (success:
         false, reason: duplicate) when another drawer already says the same words."""
-        from mempalace_cli.service.drawers import _check_content
-
         if content is None and wing is None and room is None:
             raise InvalidInputError(
                 "Nothing to change: pass content, wing or room.",
@@ -162,13 +149,13 @@ class DrawerCuration:
             )
         secrets = {"secrets_redacted": 0}
         if content is not None:
-            _check_content(content)
+            check_content(content)
             from mempalace_cli.miners.secrets import redact_for_drawer
 
             content, _, secrets = redact_for_drawer(content)  # secrets never enter the palace
         new_wing = name_to_file(wing, "wing") if wing is not None else None
         new_room = name_to_file(room, "room") if room is not None else None
-        p = self.drawers
+        p = self
         p.require()
         p.sync()
         row = self._row(drawer_id)
@@ -177,7 +164,7 @@ class DrawerCuration:
         vec: Any = None
         if content is not None and content != row.text:
             vec = p.embedder.embed([content])
-            matches, _similar = p.near_duplicates(vec[0], content, exclude=row.id)
+            matches, _similar = self.drawers.near_duplicates(vec[0], content, exclude=row.id)
             if matches:
                 return {
                     "success": False,
@@ -209,7 +196,7 @@ class DrawerCuration:
                 text,
                 meta,
             )
-            p._file_drawers([updated], vec)
+            p.writer.file([updated], vec)
         return {
             "success": True,
             "drawer_id": current.id,
@@ -237,7 +224,7 @@ class DrawerCuration:
                 hint="e.g. forget(drawer_ids=[...]) or forget(source='notes/a.md') or "
                 "forget(wing='myapp', room='auth').",
             )
-        p = self.drawers
+        p = self
         p.require()
         p.sync()
         missing: list[str] = []
@@ -275,7 +262,7 @@ class DrawerCuration:
             gone = set(ids)
             sources = sorted({r.source_file for r in rows if r.source_file})
             emptied = [s for s in sources if set(p.catalog.drawer_ids_for_source(s)) <= gone]
-            p._remove_drawers(ids, forget_files=emptied)
+            p.writer.remove(ids, forget_files=emptied)
         result["removed"] = len(ids)
         result["files_forgotten"] = emptied
         return result
@@ -284,7 +271,7 @@ class DrawerCuration:
     def _row(self, drawer_id: str) -> DrawerRow:
         if not isinstance(drawer_id, str) or not drawer_id.strip():
             raise InvalidInputError("The drawer id is empty.", hint=ID_HINT)
-        row = self.drawers.catalog.get([drawer_id]).get(drawer_id)
+        row = self.catalog.get([drawer_id]).get(drawer_id)
         if row is None:
             raise NotFoundError(f"No drawer with id {drawer_id!r}.", hint=ID_HINT)
         return row
@@ -292,7 +279,7 @@ class DrawerCuration:
     def _rows_from_source(self, source: str) -> list[DrawerRow]:
         if not isinstance(source, str) or not source.strip():
             raise InvalidInputError("The source is empty.", hint="Pass a file or folder path.")
-        catalog = self.drawers.catalog
+        catalog = self.catalog
         exact = DrawerFilter(source_file=source, source_endings=False)
         rows = list(catalog.iter_drawers(filt=exact))
         if not rows:  # a relative path or ~ given on the command line: try it resolved
@@ -309,13 +296,13 @@ class DrawerCuration:
         return rows
 
     def _rows_in_place(self, wing: str | None, room: str | None) -> list[DrawerRow]:
-        places = self.drawers.known_places()
+        places = self.known_places()
         for value, field in ((wing, "wing"), (room, "room")):
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInputError(f"The {field} is empty.", hint=f"Name the {field}.")
         wing_r = name_to_read(wing, places, "wing")
         room_r = name_to_read(room, {r for v in places.values() for r in v}, "room")
-        rows = list(self.drawers.catalog.iter_drawers(filt=DrawerFilter(wing_r, room_r)))
+        rows = list(self.catalog.iter_drawers(filt=DrawerFilter(wing_r, room_r)))
         if not rows:
             raise NotFoundError(
                 "No drawers there; nothing was removed.",

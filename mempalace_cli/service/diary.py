@@ -9,16 +9,15 @@ from __future__ import annotations
 import hashlib
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError
-from mempalace_cli.service.drawers import _check_content
+from mempalace_cli.service.core import PalaceCore, Part
+from mempalace_cli.service.drawers import check_content
 from mempalace_cli.service.names import name_to_file, name_to_read
 from mempalace_cli.service.navigation import read_catalog
+from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow
-
-if TYPE_CHECKING:
-    from mempalace_cli.service.drawers import DrawerOps
 
 DIARY_ROOM = "diary"
 DEFAULT_TOPIC = "general"
@@ -37,55 +36,68 @@ def diary_wing(agent: str, wing: str | None = None) -> str:
     return name if name.startswith("wing_") else f"wing_{name}"
 
 
-class Diary:
-    """The diary verbs, over the palace's drawer operations (it files entries as drawers)."""
+def entry_row(
+    agent: str, content: str, topic: str | None = None, wing: str | None = None
+) -> tuple[DrawerRow, dict[str, Any]]:
+    """A diary entry as the drawer row to file (checked, secrets redacted) and the result a
+    write returns; nothing is written here (`Diary.diary_write`, and `checkpoint` in
+    service/upkeep.py, which files it with other drawers in one write)."""
+    wing = diary_wing(agent, wing)
+    check_content(content)
+    from mempalace_cli.miners.secrets import redact_for_drawer
 
-    def __init__(self, drawers: DrawerOps) -> None:
-        self.drawers = drawers
+    topic = (topic or "").strip() or DEFAULT_TOPIC
+    # Secrets never enter the palace (the topic too: it is stored and returned).
+    content, topic, secrets = redact_for_drawer(content, topic)
+    assert topic is not None
+    stamp = datetime.now(UTC)
+    timestamp = stamp.isoformat(timespec="seconds")
+    # The clock in nanoseconds keeps identical entries written at different times apart.
+    digest = hashlib.sha256(f"{wing}\x00{time.time_ns()}\x00{content}".encode()).hexdigest()
+    drawer_id = f"drawer_{wing}_{DIARY_ROOM}_{digest[:16]}"
+    meta: dict[str, Any] = {
+        "agent": agent.strip(),
+        "topic": topic,
+        "type": "diary_entry",
+        "hall": "hall_diary",
+        "date": time.strftime("%Y-%m-%d", time.localtime(stamp.timestamp())),  # user's day
+        "date_source": "diary",  # what search --since/--before compare (filters.py)
+        "added_by": agent.strip(),
+        "ingest_mode": "diary",
+        "content_hash": hashlib.sha256(content.encode("utf-8")).hexdigest(),
+    }
+    row = DrawerRow(drawer_id, wing, DIARY_ROOM, "", None, timestamp, content, meta)
+    result = {
+        "success": True,
+        "drawer_id": drawer_id,
+        "agent": agent.strip(),
+        "wing": wing,
+        "timestamp": timestamp,
+        "topic": topic,
+    } | secrets
+    return row, result
+
+
+class Diary(Part):
+    """The diary verbs, over the palace's resources; entries are filed as drawers through the
+    `DrawerWriter` it is given."""
+
+    def __init__(self, core: PalaceCore, writer: DrawerWriter) -> None:
+        super().__init__(core)
+        self.writer = writer
 
     def diary_write(
         self, agent: str, content: str, topic: str | None = None, wing: str | None = None
     ) -> dict[str, Any]:
         """Add an entry (to `wing` when given, else the agent's own wing). Every call files a
         new drawer, even with text written before."""
-        wing = diary_wing(agent, wing)
-        _check_content(content)
-        from mempalace_cli.miners.secrets import redact_for_drawer
-
-        topic = (topic or "").strip() or DEFAULT_TOPIC
-        # Secrets never enter the palace (the topic too: it is stored and returned).
-        content, topic, secrets = redact_for_drawer(content, topic)
-        assert topic is not None
-        stamp = datetime.now(UTC)
-        timestamp = stamp.isoformat(timespec="seconds")
-        # The clock in nanoseconds keeps identical entries written at different times apart.
-        digest = hashlib.sha256(f"{wing}\x00{time.time_ns()}\x00{content}".encode()).hexdigest()
-        drawer_id = f"drawer_{wing}_{DIARY_ROOM}_{digest[:16]}"
-        meta: dict[str, Any] = {
-            "agent": agent.strip(),
-            "topic": topic,
-            "type": "diary_entry",
-            "hall": "hall_diary",
-            "date": time.strftime("%Y-%m-%d", time.localtime(stamp.timestamp())),  # user's day
-            "date_source": "diary",  # what search --since/--before compare (filters.py)
-            "added_by": agent.strip(),
-            "ingest_mode": "diary",
-            "content_hash": hashlib.sha256(content.encode("utf-8")).hexdigest(),
-        }
-        row = DrawerRow(drawer_id, wing, DIARY_ROOM, "", None, timestamp, content, meta)
-        self.drawers.create()
-        self.drawers.sync()
-        vec = self.drawers.embedder.embed([content])
-        with self.drawers.lock.hold():
-            self.drawers._file_drawers([row], vec)
-        return {
-            "success": True,
-            "drawer_id": drawer_id,
-            "agent": agent.strip(),
-            "wing": wing,
-            "timestamp": timestamp,
-            "topic": topic,
-        } | secrets
+        row, result = entry_row(agent, content, topic, wing)
+        self.create()
+        self.sync()
+        vec = self.embedder.embed([row.text])
+        with self.lock.hold():
+            self.writer.file([row], vec)
+        return result
 
     def diary_read(self, agent: str, last: int = 10, wing: str | None = None) -> dict[str, Any]:
         """The agent's `last` entries, newest first, and how many there are in all. With
@@ -93,7 +105,7 @@ class Diary:
         diary_wing(agent)  # refuses names that can't be an agent
         if isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= MAX_READ:
             raise InvalidInputError(f"last must be 1 to {MAX_READ}, not {last!r}.")
-        catalog = read_catalog(self.drawers)
+        catalog = read_catalog(self.core)
         if wing is not None:
             known = {w for w, _r, _n in catalog.counts_by_wing_room()}
             wing = name_to_read(wing, known, "wing") or diary_wing(agent)

@@ -9,122 +9,79 @@ facade owns and delegates to.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from mempalace_cli.common.errors import NoPalaceError
-from mempalace_cli.memory.kg import KG_FILE, KnowledgeGraph, entity_id, now_stamp, parse_date
-from mempalace_cli.memory.kg_store import FactStore
-from mempalace_cli.service.core import PalaceCore
+from mempalace_cli.memory.kg import (
+    FactInput,
+    entity_id,
+    now_stamp,
+    parse_date,
+)
+from mempalace_cli.memory.kg_store import FACT_STORES, FactStore
+from mempalace_cli.service.core import Part
 
 KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
 
 
-class Knowledge:
+class Knowledge(Part):
     """The fact verbs, over the palace's settings, drawer store (for a server palace) and
     lock."""
-
-    def __init__(self, core: PalaceCore) -> None:
-        self.core = core
 
     @cached_property
     def kg(self) -> FactStore:
         """The palace's facts: in its folder (SQLite), or on its Chroma server so that every
         machine of a team shares them (chromadb is imported for a server palace only)."""
-        if self.core.settings.chroma_url:
-            from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
-
-            store = self.core.store
-            assert store.server is not None
-            return ChromaFactStore(lambda: store.client, store.server)
-        return KnowledgeGraph(self.core.path)
+        return self.core.backend.open_facts(FACT_STORES)
 
     @property
     def kg_location(self) -> str:
-        if self.core.settings.chroma_url:
-            from mempalace_cli.memory.kg_store_chroma import KG_COLLECTION
-
-            return f"{self.core.store.location} (collection {KG_COLLECTION})"
-        return str(self.core.path / KG_FILE)
+        return self.core.backend.facts_location(FACT_STORES)
 
     def close(self) -> None:
         if "kg" in self.__dict__:
             self.kg.close()
 
     def _kg_for_reading(self) -> FactStore:
-        if self.core.settings.chroma_url:
-            from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
-
-            kg = self.kg
-            if isinstance(kg, ChromaFactStore) and not kg.exists():
-                raise NoPalaceError(self.core.store.location, hint=KG_HINT)
-            return kg
-        if not self.core.path.is_dir():
-            raise NoPalaceError(str(self.core.path), hint=KG_HINT)
-        if not (self.core.path / KG_FILE).exists():
-            # No facts yet: an empty graph, in memory, so that reading never creates the facts
-            # file (in a palace another tool made, or one this user may only read). Ending a
-            # fact finds none; `kg_add` creates the file.
-            empty = KnowledgeGraph(self.core.path)
-            empty.path = Path(":memory:")
-            return empty
-        return self.kg
+        # No facts yet: an empty graph that creates nothing (ending a fact finds none;
+        # `kg_add` creates the store). No palace at all: said so.
+        kg = self.core.backend.facts_to_read(FACT_STORES, lambda: self.kg)
+        if kg is None:
+            raise NoPalaceError(self.core.backend.location, hint=KG_HINT)
+        return kg
 
     # -- writes -----------------------------------------------------------------------------
-    def kg_add(
-        self,
-        subject: str,
-        predicate: str,
-        obj: str,
-        valid_from: str | None = None,
-        valid_to: str | None = None,
-        confidence: float = 1.0,
-        source_drawer_id: str | None = None,
-        source_file: str | None = None,
-        subject_type: str | None = None,
-        object_type: str | None = None,
-        source_closet: str | None = None,
-    ) -> dict[str, Any]:
+    def kg_add(self, fact: FactInput) -> dict[str, Any]:
         """Record `subject predicate object`, valid from `valid_from` through `valid_to` (both
         days included). Restating a stored fact returns its id with created=False. Secret
         values in the names and sources are stored as `[REDACTED:kind]` (miners/secrets.py)."""
         subject, predicate, obj, source_file, source_closet = _redacted(
-            subject, predicate, obj, source_file, source_closet
+            fact.subject, fact.predicate, fact.obj, fact.source_file, fact.source_closet
+        )
+        fact = replace(
+            fact,
+            subject=subject,
+            predicate=predicate,
+            obj=obj,
+            source_file=source_file,
+            source_closet=source_closet,
         )
         with self.core.lock.hold():
-            if (
-                not self.core.settings.chroma_url
-                and not self.core.catalog.exists
-                and not self.core.store.has_local_data()
-            ):
-                # A new palace: from now on `status` and the other commands see it. (A palace
-                # made by MemPalace gets its index from the next command that syncs it.)
-                _ = self.core.catalog.conn
-            fact, created = self.kg.add(
-                subject,
-                predicate,
-                obj,
-                valid_from,
-                valid_to,
-                confidence,
-                source_drawer_id,
-                source_file,
-                subject_type,
-                object_type,
-                source_closet,
-            )
+            self.core.backend.start_palace_for_facts(self.core.catalog)
+            stored, created = self.kg.add(fact)
         return {
-            "triple_id": fact.id,
+            "triple_id": stored.id,
             "created": created,
-            "subject": fact.subject,
-            "predicate": fact.predicate,
-            "object": fact.object,
-            "valid_from": fact.valid_from,
-            "valid_to": fact.valid_to,
-            "confidence": fact.confidence,
-            "source": fact.to_dict()["source"],
-            "source_closet": fact.source_closet,
+            "subject": stored.subject,
+            "predicate": stored.predicate,
+            "object": stored.object,
+            "valid_from": stored.valid_from,
+            "valid_to": stored.valid_to,
+            "confidence": stored.confidence,
+            "source": stored.to_dict()["source"],
+            "source_closet": stored.source_closet,
         }
 
     def kg_supersede(

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.service.core import PalaceCore
+from mempalace_cli.service.core import Part
 from mempalace_cli.service.migration import DEFAULT_BATCH, Progress, migrate_palace
 
 
-class MigrateOps(PalaceCore):
+class Migration(Part):
+    """`migrate`: reads only the palace's settings (it opens both ends itself)."""
+
     def migrate(
         self,
         to_url: str | None = None,

@@ -27,10 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mempalace_cli.common.config import Settings
 from mempalace_cli.common.errors import InvalidInputError, MigrationMismatchError, NotFoundError
 from mempalace_cli.memory.kg import KG_FILE, Fact, FactRecord, parse_date
+from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
 from mempalace_cli.memory.layers import read_identity
+from mempalace_cli.service.core import PalaceCore, crashpoint
+from mempalace_cli.service.knowledge import Knowledge
+from mempalace_cli.service.models import Binding
 from mempalace_cli.storage.chroma_server import ServerOptions
 from mempalace_cli.storage.sqlite_db import connect_read_only
 from mempalace_cli.storage.store import DrawerStore
@@ -44,12 +50,6 @@ def _noop(stage: str, done: int, total: int) -> None:
 
 
 # -- digests ---------------------------------------------------------------------------------
-def _vector_bytes(vec: Any) -> bytes:
-    import numpy as np
-
-    return np.asarray(vec, dtype=np.float32).tobytes()
-
-
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -88,8 +88,6 @@ VECTOR_TOLERANCE = 1e-6
 def _compare_drawers(source: DrawerStore, target: DrawerStore, batch: int) -> dict[str, Any]:
     """Page through the source; read the same ids from the target; digest both sides' ids
     and content (text and metadata) and compare every vector within VECTOR_TOLERANCE."""
-    import numpy as np
-
     src, dst = Digest(), Digest()
     worst = 0.0
     bad_vectors: list[str] = []
@@ -238,8 +236,6 @@ def migrate_palace(
     progress: Progress = _noop,
 ) -> dict[str, Any]:
     """Copy the palace between settings.palace_path and a Chroma server, then verify."""
-    from mempalace_cli.service import Palace
-
     if (to_url is None) == (from_url is None):
         raise InvalidInputError(
             "Say which way to migrate: --to URL (this palace to a server) or --from URL "
@@ -252,35 +248,35 @@ def migrate_palace(
     local_settings = dataclasses.replace(settings, chroma_url=None)
     opts = ServerOptions.from_settings(server_settings)
     assert opts is not None
-    local = Palace(local_settings)
-    remote = Palace(server_settings)
+    local = PalaceCore(local_settings)
+    remote = PalaceCore(server_settings)
+    local_facts = Knowledge(local)
     try:
         _adopt_source_model(*((local, remote) if to_url else (remote, local)))
-        local_end = _local_end(local, kg_file)
+        local_end = _local_end(local, local_facts, kg_file)
         remote_end = _server_end(remote, opts)
         source, target = (local_end, remote_end) if to_url else (remote_end, local_end)
         if to_url:
             return _copy(source, target, batch, progress, into_local=None)
         return _copy(source, target, batch, progress, into_local=local)
     finally:
+        local_facts.close()
         local.close()
         remote.close()
 
 
-def _adopt_source_model(source: Any, target: Any) -> None:
+def _adopt_source_model(source: PalaceCore, target: PalaceCore) -> None:
     """A target with nothing filed yet takes the source's model and collection: the copied
     vectors are the source's, so its own default model (perhaps another size) would refuse
     them, and search there would embed queries with the wrong model."""
-    from mempalace_cli.service.models import Binding
-
     here = target.binding()
     if here.origin != "new":
         return  # it already holds drawers of a model; the store refuses a mismatch
     there = source.binding()
-    target._binding = Binding(there.model, there.collection, "new", here.generation)
+    target.adopt_binding(Binding(there.model, there.collection, "new", here.generation))
 
 
-def _local_end(palace: Any, kg_file: Path | None) -> _End:
+def _local_end(palace: PalaceCore, knowledge: Knowledge, kg_file: Path | None) -> _End:
     kg_path = kg_file or palace.path / KG_FILE
     if kg_file is not None and not kg_file.is_file():
         raise NotFoundError(f"No knowledge graph file at {kg_file}.")
@@ -296,7 +292,7 @@ def _local_end(palace: Any, kg_file: Path | None) -> _End:
 
     def import_facts(records: list[FactRecord]) -> int:
         with palace.lock.hold():
-            return palace.kg.import_facts(records)
+            return knowledge.kg.import_facts(records)
 
     def identity() -> str | None:
         # The file as written (read_identity checks it is readable and not blank).
@@ -313,19 +309,17 @@ def _local_end(palace: Any, kg_file: Path | None) -> _End:
         read_identity=identity,
         write_identity=write_identity,
         # Opening an embedded store that isn't there would create one in the source folder.
-        has_drawers=lambda: palace.store.has_local_data() and palace.store.collection() is not None,
+        has_drawers=lambda: palace.backend.store_exists() and palace.store.collection() is not None,
     )
 
 
-def _server_end(palace: Any, opts: ServerOptions) -> _End:
-    from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
-
-    store = palace.store
+def _server_end(palace: PalaceCore, opts: ServerOptions) -> _End:
+    store, backend = palace.store, palace.backend
     kg = ChromaFactStore(lambda: store.client, opts)
 
     def write_identity(text: str) -> None:
-        if store.ledger.identity() is None:
-            store.ledger.set_identity(text)
+        if backend.shared_identity() is None:
+            backend.keep_identity(text)
 
     return _End(
         label=opts.where,
@@ -333,15 +327,15 @@ def _server_end(palace: Any, opts: ServerOptions) -> _End:
         read_facts=lambda: list(kg.export_facts()) if kg.exists() else [],
         count_facts=lambda: int(kg.stats()["triples"]) if kg.exists() else 0,
         import_facts=kg.import_facts,
-        read_identity=store.ledger.identity,
+        read_identity=backend.shared_identity,
         write_identity=write_identity,
         has_drawers=lambda: store.collection() is not None,
     )
 
 
-def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local: Any) -> dict:
-    from mempalace_cli.service.core import crashpoint  # (the service imports this module)
-
+def _copy(
+    source: _End, target: _End, batch: int, progress: Progress, into_local: PalaceCore | None
+) -> dict:
     has_drawers = source.has_drawers()
     facts = source.read_facts()
     if not has_drawers and not facts:
@@ -372,8 +366,6 @@ def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local
                 if held.get(i) != (page["documents"][n] or "", page["metadatas"][n] or {})
             ]
             if todo:
-                import numpy as np
-
                 # As float32, so their text form is the float32's own: parsed back on the
                 # other side, every vector is bit for bit the source's.
                 vectors = np.asarray([page["embeddings"][n] for n in todo], dtype=np.float32)
@@ -394,6 +386,7 @@ def _copy(source: _End, target: _End, batch: int, progress: Progress, into_local
             target.write_identity(identity)
         if into_local is not None:
             into_local.consistency.reconcile("migrated")
+            into_local.keep_vector_index()  # searches read it as it is: bring it along
     verify = _verify(source, target, facts, batch, has_drawers)
     return {
         "from": source.label,

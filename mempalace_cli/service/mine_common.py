@@ -5,13 +5,15 @@ path helpers; its own module, so each miner imports it without importing the oth
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.miners.files import Candidate, Skipped
 from mempalace_cli.miners.paths import on_disk, source_key, storable
+from mempalace_cli.miners.secrets import secrets_report
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 
 # Progress callback: (event, data). Events: "scan" {path, files} per file looked at,
@@ -129,7 +131,6 @@ class MineReport:
         return sorted(entries, key=lambda e: (e["file"], e["action"]))
 
     def to_dict(self) -> dict[str, Any]:
-        from mempalace_cli.miners.secrets import secrets_report
 
         plan = {"plan": self.plan()} if self.dry_run else {}
         return {
@@ -162,6 +163,36 @@ class MineReport:
             **({"hint": self.hint} if self.hint else {}),
             **plan,
         }
+
+
+Item = TypeVar("Item")
+
+
+def embed_groups(items: Sequence[Item], size: Callable[[Item], int]) -> Iterator[list[Item]]:
+    """`items` in order, in groups that each reach EMBED_GROUP chunks (`size`: an item's),
+    but the last: what one embedding pass and one lock hold take."""
+    group: list[Item] = []
+    chunks = 0
+    for i, item in enumerate(items):
+        group.append(item)
+        chunks += size(item)
+        if chunks >= EMBED_GROUP or i == len(items) - 1:
+            yield group
+            group, chunks = [], 0
+
+
+def walked(
+    items: Iterable[Candidate | Skipped], report: MineReport, limit: int | None, seen: set[str]
+) -> Iterator[Candidate]:
+    """The files of a walk to look at, each skip noted in `report`; it stops once the run has
+    seen `limit` files (`seen`, which the caller fills)."""
+    for item in items:
+        if isinstance(item, Skipped):
+            report.files_skipped.append({"file": item.rel, "reason": item.reason})
+            continue
+        if limit is not None and len(seen) >= limit:
+            return
+        yield item
 
 
 def resolve_dir(directory: str | Path) -> Path:

@@ -9,17 +9,30 @@ import shlex
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.config import PROJECT_FILE, write_toml
 from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.common.naming import normalize_name
+from mempalace_cli.miners.convos import plain_text
+from mempalace_cli.miners.convos.detect import HEAD_BYTES, detect
+from mempalace_cli.miners.convos.model import ParseError
+from mempalace_cli.miners.dates import chunk_date, note_date, section_dates
+from mempalace_cli.miners.files import Candidate, walk
 from mempalace_cli.miners.paths import on_disk, source_key, storable
-from mempalace_cli.service.convos import ConvoMiningOps
-from mempalace_cli.service.core import now_iso
+from mempalace_cli.miners.project import (
+    DEFAULT_EXCLUDE,
+    FileText,
+    ProjectConfig,
+    load_project_config,
+    plan_file,
+)
+from mempalace_cli.miners.rooms import detect_rooms
+from mempalace_cli.miners.secrets import policy_changed, read_screened, remember_policy
+from mempalace_cli.service.convos import ConvoMining
+from mempalace_cli.service.core import PalaceCore, Part, now_iso
 from mempalace_cli.service.mine_common import (
     DEFAULT_AGENT,
-    EMBED_GROUP,
     PER_FILE_ERRORS,
     ConfirmMovesFn,
     MineReport,
@@ -27,21 +40,17 @@ from mempalace_cli.service.mine_common import (
     PendingFile,
     ProgressFn,
     displaced_by,
+    embed_groups,
     per_file_reason,
     rel_source,
     resolve_dir,
     resolve_target,
+    walked,
 )
 from mempalace_cli.service.names import name_to_file
+from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 from mempalace_cli.storage.drawer_ids import drawer_id
-
-# The miners are imported where files are mined, not here: `import mempalace_cli.service`
-# (every command, search included) then loads none of them.
-if TYPE_CHECKING:
-    from mempalace_cli.miners.files import Candidate
-    from mempalace_cli.miners.project import ProjectConfig
-
 
 EMBED_SLICE = 32  # chunks per embedding call: progress moves at least this often
 MINE_MODES = ("projects", "convos")
@@ -70,20 +79,20 @@ def drawer_id_for(wing: str, room: str, source_file: str, chunk_index: int) -> s
     return drawer_id(wing, room, f"{source_file}\x00{chunk_index}")
 
 
-class MiningOps(ConvoMiningOps):
-    """Project folders; `mine` hands chat exports to `ConvoMiningOps.mine_convos`."""
+class Mining(Part):
+    """Project folders, over the palace's resources; `mine` hands chat exports to the
+    `ConvoMining` part, and drawers are filed and removed through the `DrawerWriter`."""
+
+    def __init__(self, core: PalaceCore, writer: DrawerWriter, convos: ConvoMining) -> None:
+        super().__init__(core)
+        self.writer = writer
+        self.convos = convos
 
     def init_project(
         self, directory: str | Path, wing: str | None = None, overwrite: bool = False
     ) -> dict[str, Any]:
         """Detect rooms from the folder layout, write DIR/mempalace.toml (unless one exists and
         `overwrite` is false), and create the palace if it is missing."""
-        from mempalace_cli.miners.project import (
-            DEFAULT_EXCLUDE,
-            ProjectConfig,
-            load_project_config,
-        )
-        from mempalace_cli.miners.rooms import detect_rooms
 
         root = resolve_dir(directory)
         project_file = root / PROJECT_FILE
@@ -146,7 +155,7 @@ class MiningOps(ConvoMiningOps):
             wing_name = name_to_file(wing, "wing") if wing else normalize_name(root.name)
             displaced = displaced_by(known, wing_name, mode)
             self._confirm_moves(root, wing_name, mode, displaced, dry_run, confirm_moves)
-            result = self.mine_convos(
+            result = self.convos.mine_convos(
                 root,
                 wing=wing,
                 agent=agent,
@@ -159,13 +168,6 @@ class MiningOps(ConvoMiningOps):
             drawers = result["drawers"]
             drawers["unchanged"] = self._unchanged(root, None, known, drawers, dry_run)
             return result
-        from mempalace_cli.miners.files import Candidate, walk
-        from mempalace_cli.miners.project import (
-            DEFAULT_EXCLUDE,
-            ProjectConfig,
-            load_project_config,
-        )
-        from mempalace_cli.miners.rooms import detect_rooms
 
         # A subfolder of a folder mined before (and with no mempalace.toml of its own) is mined
         # as part of it: the same root, wing and rooms; `within` is the subfolder.
@@ -200,7 +202,7 @@ class MiningOps(ConvoMiningOps):
             report.palace_created = self.create()
             # An emptied or missing store is reported, never "unchanged"; a store another
             # program changed is mirrored first, so files that lost drawers are re-read.
-            self._check_store_present()
+            self.core.check_store_present()
             if not self.consistency.in_step():
                 self.sync()
                 known = self._known_under(root, only, within)
@@ -211,7 +213,6 @@ class MiningOps(ConvoMiningOps):
         stored = self.catalog.get_meta(rooms_key) if self.catalog.exists else None
         rooms_changed = stored is not None and stored != fingerprint
         # Secrets: credential files skipped, values redacted, unless --keep-secrets (CLI only).
-        from mempalace_cli.miners.secrets import policy_changed, remember_policy
 
         report.keep_secrets = keep_secrets
         report.rescreen = policy_changed(self.catalog, source_key(root), keep_secrets, known)
@@ -246,8 +247,15 @@ class MiningOps(ConvoMiningOps):
             report.plan_removed(root, {s: len(known[s].drawer_ids) for s in removed})
             self._count_changes(report, [], self._removed_ids(removed, known))
         else:
-            self._write_pending(pending, root, wing_name, mode, report, notify)
-            self._remove_files(root, removed, known, report)
+            # Embedded in groups of about EMBED_GROUP chunks, each filed under the lock; a
+            # file's manifest entry commits with its drawers, so a crash never records a file
+            # as mined when it wasn't.
+            if pending:
+                notify("load", {})  # the model loads before the first drawer moves
+                self.embedder.ensure_loaded()
+            for group in embed_groups(pending, lambda p: len(p.rows)):
+                self._write_group(group, root, wing_name, mode, report, notify)
+            self.remove_files(root, removed, known, report)
             if stored != fingerprint and not report.limited and whole:
                 with self.catalog.transaction() as conn:
                     self.catalog.set_meta(conn, rooms_key, fingerprint)
@@ -301,12 +309,6 @@ class MiningOps(ConvoMiningOps):
         """Where one file is mined from, so that it lands where mining its folder puts it:
         the nearest folder (its own, or one above) with a mempalace.toml; else the folder it
         was mined from before; else its own folder (wing: the folder's name)."""
-        from mempalace_cli.miners.project import (
-            DEFAULT_EXCLUDE,
-            ProjectConfig,
-            load_project_config,
-        )
-        from mempalace_cli.miners.rooms import detect_rooms
 
         for candidate in (folder, *folder.parents):
             if (candidate / PROJECT_FILE).is_file():
@@ -413,7 +415,6 @@ class MiningOps(ConvoMiningOps):
         items: Iterable[Any] | None = None,
     ) -> tuple[list[PendingFile], set[str]]:
         """Plan every file of `items` (default: the folder's walk)."""
-        from mempalace_cli.miners.files import Candidate, Skipped, walk
 
         pending: list[PendingFile] = []
         seen: set[str] = set()
@@ -422,18 +423,12 @@ class MiningOps(ConvoMiningOps):
         chats = _ChatSample()
         if items is None:
             items = walk(root, project.exclude, skip, keep_secrets=report.keep_secrets)
-        for item in items:
-            if isinstance(item, Skipped):
-                report.files_skipped.append({"file": item.rel, "reason": item.reason})
-                continue
-            if limit is not None and len(seen) >= limit:
-                break
-            assert isinstance(item, Candidate)
+        for item in walked(items, report, limit, seen):
             src = item.source
             seen.add(src)
             notify("scan", {"path": item.rel, "files": len(seen)})
             try:
-                planned = self._plan_candidate(
+                planned = self.plan_candidate(
                     root, item, project, wing, agent, known.get(src), report, rooms_changed
                 )
             except PER_FILE_ERRORS as exc:
@@ -451,7 +446,7 @@ class MiningOps(ConvoMiningOps):
             )
         return pending, seen
 
-    def _plan_candidate(
+    def plan_candidate(
         self,
         root: Path,
         item: Candidate,
@@ -466,9 +461,6 @@ class MiningOps(ConvoMiningOps):
         unreadable now); False when it was mined before and can't be read as text any more.
         With `rooms_changed` (the rooms in mempalace.toml were edited), an unchanged file whose
         room would now differ is re-filed too."""
-        from mempalace_cli.miners.dates import chunk_date, note_date, section_dates
-        from mempalace_cli.miners.project import FileText, plan_file
-        from mempalace_cli.miners.secrets import read_screened
 
         src = item.source
         try:
@@ -559,34 +551,9 @@ class MiningOps(ConvoMiningOps):
     ) -> bool:
         if not rooms_changed or not rec.drawer_ids:
             return False
-        from mempalace_cli.miners.project import plan_file
 
         current = self.catalog.get(rec.drawer_ids[:1]).get(rec.drawer_ids[0])
         return current is not None and current.room != plan_file(rel, text, project.rooms)[0]
-
-    def _write_pending(
-        self,
-        pending: list[PendingFile],
-        root: Path,
-        wing: str,
-        mode: str,
-        report: MineReport,
-        notify: ProgressFn,
-    ) -> None:
-        """Embed in groups of about EMBED_GROUP chunks, then file each group under the lock;
-        a file's manifest entry commits with its drawers, so a crash never records a file as
-        mined when it wasn't."""
-        group: list[PendingFile] = []
-        size = 0
-        if pending:
-            notify("load", {})  # the model loads before the first drawer moves
-            self.embedder.ensure_loaded()
-        for i, item in enumerate(pending):
-            group.append(item)
-            size += len(item.rows)
-            if size >= EMBED_GROUP or i == len(pending) - 1:
-                self._write_group(group, root, wing, mode, report, notify)
-                group, size = [], 0
 
     def _write_group(
         self,
@@ -620,7 +587,7 @@ class MiningOps(ConvoMiningOps):
                 for f in group
             ]
             self._count_changes(report, [r.id for r in rows], replace)
-            self._file_drawers(rows, embeddings, replace, files, keep_secrets=report.keep_secrets)
+            self.writer.file(rows, embeddings, replace, files, keep_secrets=report.keep_secrets)
         for f in group:
             report.files_mined.append(f.rel)
             notify("file", {"path": f.rel, "drawers": len(f.rows)})
@@ -640,7 +607,7 @@ class MiningOps(ConvoMiningOps):
             notify("embedded", {"chunks": end - start, "path": owners[end - 1], "files": reached})
         return np.concatenate(parts) if parts else self.embedder.embed([])
 
-    def _remove_files(
+    def remove_files(
         self, root: Path, removed: list[str], known: dict[str, FileRecord], report: MineReport
     ) -> None:
         if not removed:
@@ -648,7 +615,7 @@ class MiningOps(ConvoMiningOps):
         with self.lock.hold():
             ids = self._removed_ids(removed, known)
             self._count_changes(report, [], ids)
-            self._remove_drawers(ids, forget_files=removed)
+            self.writer.remove(ids, forget_files=removed)
         report.files_removed = [rel_source(root, s) for s in removed]
 
 
@@ -673,9 +640,6 @@ class _ChatSample:
 def _looks_like_chat(path: Path) -> bool:
     """A chat export by its content: one of the JSON exports, or a transcript with both a
     user's and an assistant's speaker lines (a note that merely quotes with ">" is not)."""
-    from mempalace_cli.miners.convos import plain_text
-    from mempalace_cli.miners.convos.detect import HEAD_BYTES, detect
-    from mempalace_cli.miners.convos.model import ParseError
 
     try:
         found = detect(path).format
@@ -685,7 +649,7 @@ def _looks_like_chat(path: Path) -> bool:
         return found is not None
     with path.open("rb") as fh:
         head = fh.read(HEAD_BYTES).decode("utf-8", "replace")
-    return plain_text._mode(head.splitlines()) == "prefix"
+    return plain_text.transcript_mode(head.splitlines()) == "prefix"
 
 
 def _change_reason(rec: FileRecord | None, wing: str, digest: str, redate: bool = False) -> str:

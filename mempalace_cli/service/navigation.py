@@ -1,6 +1,7 @@
 """Walking the palace: traverse from a room, find the tunnels between wings, graph stats, and
 exports to Mermaid or Graphviz DOT. Everything is computed from drawer metadata in the
-catalogue, never from drawer text. A part the `Palace` facade owns and delegates to."""
+catalogue, never from drawer text, plus the explicit tunnels stored in the palace
+(service/tunnels.py). A part the `Palace` facade owns and delegates to."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 from mempalace_cli.common.naming import normalize_name
 from mempalace_cli.memory.graph import EXPORT_FORMATS, PalaceGraph
-from mempalace_cli.service.core import PalaceCore
+from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.names import name_to_read
 from mempalace_cli.storage.catalog import Catalog
 
@@ -21,18 +22,24 @@ def read_catalog(core: PalaceCore) -> Catalog:
     """The catalogue, ready to read. A local palace's catalogue is kept in step by every write
     we make, so it is read as is (no Chroma import); a palace whose catalogue is missing (made by
     MemPalace) or whose drawers live on a Chroma server is mirrored first."""
-    if core.settings.chroma_url or not core.catalog.exists:
+    if core.backend.sync_before_reading(core.catalog):
         core.require()
         core.sync()
     return core.catalog
 
 
-class PalaceNavigation:
-    def __init__(self, core: PalaceCore) -> None:
-        self.core = core
+class PalaceNavigation(Part):
+    """The graph verbs, over the palace's catalogue."""
 
     def palace_graph(self) -> PalaceGraph:
-        return PalaceGraph(read_catalog(self.core).counts_by_wing_room())
+        counts = read_catalog(self.core).counts_by_wing_room()
+        return PalaceGraph(counts, self._explicit_links())
+
+    def _explicit_links(self) -> list[dict[str, Any]]:
+        """The palace's explicit tunnels (storage/graph_links.py; service/tunnels.py makes
+        them): none, and nothing created, while it has none."""
+        links = self.core.backend.open_links()
+        return [t.to_dict() for t in links.tunnels()]
 
     def traverse(self, start_room: str, max_hops: int = 2) -> dict[str, Any]:
         """Rooms reachable from `start_room` within `max_hops`, breadth-first. An unknown room
@@ -98,7 +105,14 @@ class PalaceNavigation:
                 )
             wings.append(wing)
         tunnels = [n.summary() for n in graph.tunnels(wings[0], wings[1])]
-        return {"wing_a": wings[0], "wing_b": wings[1], "tunnels": tunnels, "count": len(tunnels)}
+        return {
+            "wing_a": wings[0],
+            "wing_b": wings[1],
+            "tunnels": tunnels,
+            "count": len(tunnels),
+            # Made on purpose (mempalace_create_tunnel): between rooms of any names.
+            "explicit": graph.explicit(wings[0], wings[1]),
+        }
 
     def graph_stats(self) -> dict[str, Any]:
         return self.palace_graph().stats()

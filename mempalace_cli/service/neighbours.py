@@ -4,13 +4,11 @@ it. A part the `Palace` facade owns and delegates to."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.service.core import Part
 from mempalace_cli.storage.catalog import DrawerRow
-
-if TYPE_CHECKING:
-    from mempalace_cli.service.drawers import DrawerOps
 
 PREVIEW_CHARS = 120
 MAX_AROUND = 20
@@ -42,9 +40,8 @@ def neighbour_view(row: DrawerRow) -> dict[str, Any]:
     }
 
 
-class DrawerNeighbours:
-    def __init__(self, drawers: DrawerOps) -> None:
-        self.drawers = drawers
+class DrawerNeighbours(Part):
+    """A drawer's neighbours, read from the catalogue."""
 
     def drawer_neighbours(self, drawer_id: str, around: int = 2) -> dict[str, Any]:
         """Up to `around` drawers before and after `drawer_id` in its source file, nearest
@@ -53,7 +50,7 @@ class DrawerNeighbours:
             raise InvalidInputError("The drawer id is empty.", hint=ID_HINT)
         if isinstance(around, bool) or not isinstance(around, int) or not 0 <= around <= MAX_AROUND:
             raise InvalidInputError(f"around must be 0 to {MAX_AROUND}, not {around!r}.")
-        p = self.drawers
+        p = self
         p.require()
         p.sync()
         row = p.catalog.get([drawer_id]).get(drawer_id)

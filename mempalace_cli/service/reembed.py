@@ -26,9 +26,10 @@ from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.embedders import MODELS, check_model_name
-from mempalace_cli.service.core import WRITE_IN_PROGRESS, PalaceCore, crashpoint, meta_from
+from mempalace_cli.service.core import PalaceCore, Part, crashpoint, meta_from
 from mempalace_cli.service.models import (
     ACTIVATED_KEY,
+    ACTIVE,
     BUILDING,
     COLLECTION_META,
     MODEL_META,
@@ -41,7 +42,7 @@ from mempalace_cli.service.models import (
     target_collection,
 )
 from mempalace_cli.storage.catalog import VECTORS_META, DrawerRow
-from mempalace_cli.storage.consistency import STORE_HEAD, read_log_head
+from mempalace_cli.storage.passage_vectors import CJK_WEIGHT, PASSAGES_FROM, embed_passages
 from mempalace_cli.storage.store import collection_metadata
 
 BATCH = 64
@@ -78,7 +79,10 @@ class Reembedder:
         if before.model == self.model and pending is None:
             with p.lock.hold():
                 self._drop_retired(before.collection)
-            return self._report(before, before, 0, 0, switched=False)
+            report = self._report(before, before, 0, 0, switched=False)
+            # A palace made before passage vectors gets them for its long drawers.
+            report["passages_added"] = fill_passages(p, p.embedder_for(self.model))
+            return report
         active_meta = self._active_meta(before)
         if is_mempalace_collection(active_meta) and not self.force:
             raise InvalidInputError(
@@ -116,6 +120,10 @@ class Reembedder:
         self.progress("reembed_done", {"done": total, "total": total})
         report = self._report(before, after, total - resumed, resumed, switched=True)
         report["caught_up"] = caught_up
+        # The switch dropped the old model's passage vectors: the new model's, after it (a crash
+        # before they are all there leaves drawers scored by their own vector until the next
+        # `reembed`, which fills them in).
+        report["passages_added"] = fill_passages(p, embedder)
         return report
 
     # -- state ------------------------------------------------------------------------------
@@ -216,20 +224,11 @@ class Reembedder:
                 self._record_head(conn, self.palace.consistency.collection_name)
 
     def _head_mirrored(self) -> bool:
-        """The catalogue mirrors Chroma's log head now (embedded store, no write half-done)."""
-        if self.palace.settings.chroma_url:
-            return False
-        head = self.palace.consistency.head()
-        return (
-            head is not None
-            and self.catalog.get_meta(WRITE_IN_PROGRESS) != "1"
-            and self.catalog.get_meta(STORE_HEAD) == head.key
-        )
+        """The catalogue is recorded as mirroring the store now (no write half-done)."""
+        return self.palace.consistency.mirrors_store_now()
 
     def _record_head(self, conn: Any, collection: str) -> None:
-        head = read_log_head(self.palace.path, collection)
-        if head is not None:
-            self.catalog.set_meta(conn, STORE_HEAD, head.key)
+        self.palace.consistency.record_head(conn, collection)
 
     def _catch_up(self, target: str, embedder: Any) -> int:
         """Under the lock, before the switch: drawers filed or changed since their batch get
@@ -257,7 +256,7 @@ class Reembedder:
         client = p.store.client
         col = client.get_collection(target, embedding_function=None)
         meta = {k: v for k, v in (col.metadata or {}).items() if k != "hnsw:space"}
-        meta.update({STATE_KEY: "active", ACTIVATED_KEY: time.time()})
+        meta.update({STATE_KEY: ACTIVE, ACTIVATED_KEY: time.time()})
         col.modify(metadata=meta)  # what a palace on a Chroma server resolves to from now on
         crashpoint("reembed_after_activate")
         mirrored = self._head_mirrored()
@@ -276,8 +275,7 @@ class Reembedder:
             self.catalog.bump_generation(conn)
         crashpoint("reembed_after_switch")
         p.store.reset_handle()
-        p._binding = None
-        p.__dict__.pop("consistency", None)  # it reads the log of the palace's collection
+        p.rebind()  # consistency reads the log of the palace's collection
         after = p.current_binding()
         if before.collection != target:
             self._drop_collection(before.collection)
@@ -286,7 +284,7 @@ class Reembedder:
             if mirrored:
                 self._record_head(conn, target)
             self.catalog.bump_generation(conn)
-        p._wrote()
+        p.wrote()
         return after
 
     def _drop_retired(self, active: str) -> None:
@@ -316,19 +314,41 @@ class Reembedder:
         }
 
 
+def fill_passages(palace: PalaceCore, embedder: Any) -> int:
+    """Give every long drawer without passage vectors its passages' vectors
+    (storage/passage_vectors.py), BATCH drawers at a time, each batch under the lock in one
+    catalogue transaction (the passages live in the catalogue only, not in Chroma). Returns how
+    many drawers got them."""
+    catalog = palace.catalog
+    done, after = 0, 0
+    while rows := catalog.lacking_passages(PASSAGES_FROM // CJK_WEIGHT, BATCH, after):
+        after = rows[-1].chunk_index or after  # lacking_passages puts the rowid there
+        vectors = embed_passages([(r.id, r.text) for r in rows], embedder.embed)
+        if not vectors:
+            continue
+        with palace.lock.hold():
+            with catalog.transaction() as conn:
+                done += catalog.set_passages(conn, vectors)
+                catalog.bump_generation(conn)
+            palace.wrote()
+    return done
+
+
 def _float32(vectors: Any) -> Any:
     import numpy as np
 
     return np.asarray(vectors, dtype=np.float32)
 
 
-class ReembedOps(PalaceCore):
+class Reembedding(Part):
+    """The palace's embedding model: which models there are, and switching to another."""
+
     def reembed(
         self, model: str, force: bool = False, progress: Progress | None = None
     ) -> dict[str, Any]:
         """Re-embed every drawer with `model` and switch the palace to it (see module doc).
         Progress events: reembed_start, reembed_batch {done, total, seconds}, reembed_done."""
-        return Reembedder(self, model, force, progress).run()
+        return Reembedder(self.core, model, force, progress).run()
 
     def embedding_models(self) -> dict[str, Any]:
         """The models this tool can embed with, the palace's own (None before its first

@@ -13,12 +13,12 @@ from mempalace_cli.common.errors import INIT_HINT, InvalidInputError
 from mempalace_cli.embedders.base import get_token_counter
 from mempalace_cli.memory import aaak, layers
 from mempalace_cli.memory.protocol import PROTOCOL
-from mempalace_cli.service.core import PalaceCore
+from mempalace_cli.service.core import Part
+from mempalace_cli.service.names import name_to_read
 
 
-class WakeUp:
-    def __init__(self, core: PalaceCore) -> None:
-        self.core = core
+class WakeUp(Part):
+    """What an agent reads first, over the palace's settings, catalogue and store."""
 
     def protocol(self) -> str:
         """The rules an agent follows with this palace."""
@@ -57,15 +57,13 @@ class WakeUp:
     def _server_identity(self) -> str | None:
         """A server palace's identity, shared by every machine (set by `migrate --to` or
         `set_identity`); None for an embedded palace or when the server has none."""
-        if not self.core.settings.chroma_url:
-            return None
-        return self.core.store.ledger.identity()
+        return self.core.backend.shared_identity()
 
     def identity(self) -> dict[str, Any]:
         """The identity text (L0) and where it is read from (None when there is none)."""
         shared = self._server_identity()
         if shared is not None:
-            return {"text": shared, "where": self.core.store.location}
+            return {"text": shared, "where": self.core.backend.location}
         path = self.core.settings.identity_path
         return {"text": layers.read_identity(path), "where": str(path)}
 
@@ -74,9 +72,9 @@ class WakeUp:
         it), else in $MEMPALACE_HOME/identity.txt."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("The identity text is empty.", hint="Write a few lines.")
-        if self.core.settings.chroma_url:
-            self.core.store.ledger.set_identity(text)
-            return {"stored": True, "where": self.core.store.location}
+        kept = self.core.backend.keep_identity(text)
+        if kept is not None:  # a palace every machine reads it from
+            return {"stored": True, "where": kept}
         path = self.core.settings.identity_path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -84,18 +82,17 @@ class WakeUp:
 
     def _story_entries(self, wing: str | None) -> tuple[list[layers.StoryEntry] | None, str | None]:
         """Ranked L1 candidates, or a note saying why there are none."""
-        if self.core.settings.chroma_url and self.core.exists():
-            self.core.sync()  # the catalogue is a cache of the server: bring it in step first
+        backend = self.core.backend
+        if backend.sync_before_reading(self.core.catalog) and self.core.exists():
+            self.core.sync()  # a copy of a server's drawers, or none yet: bring it in step
         if not self.core.catalog.exists:  # opening it would create it: check first
-            if self.core.store.has_local_data() or self.core.settings.chroma_url:
+            if backend.store_exists():
                 return None, (
-                    f"The palace at {self.core.store.location} is not indexed yet. "
+                    f"The palace at {backend.location} is not indexed yet. "
                     "Run `mempalace status` once, then wake up again."
                 )
-            return None, f"No palace at {self.core.path} yet. {INIT_HINT}"
+            return None, f"No palace at {backend.location} yet. {INIT_HINT}"
         if wing is not None:  # the one name rule: as filed, or as it normalises
-            from mempalace_cli.service.names import name_to_read
-
             known = {w for w, _r, _n in self.core.catalog.counts_by_wing_room()}
             wing = name_to_read(wing, known, "wing")
         entries = layers.rank_drawers(self.core.catalog.iter_drawers(wing=wing))

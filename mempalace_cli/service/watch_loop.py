@@ -1,9 +1,10 @@
 """Watch mode: keep the palace in step with a folder until interrupted.
 
 Filesystem events (watchdog; inotify on Linux, or polling with `--poll` or when inotify can't
-be used) are filtered with the same rules as `mine`, debounced per path, and handed to
-`Palace.mine_paths` in batches: a burst such as a `git checkout` of 500 files becomes a few
-batches, not 500 runs. SIGINT and SIGTERM let the batch in flight finish, then `run` returns.
+be used) are filtered with the same rules as `mine`, debounced per path, and handed to the
+palace's watch part (`Watch.mine_paths`, service/watching.py) in batches: a burst such as a
+`git checkout` of 500 files becomes a few batches, not 500 runs. SIGINT and SIGTERM let the
+batch in flight finish, then `run` returns.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class FolderWatcher:
         self._next_check = time.monotonic() + CHECK_SECONDS
         self.observer_kind = ""
         self.batches = 0
-        self._rules: PathRules = palace.path_rules(self.root)
+        self._rules: PathRules = palace.watching.path_rules(self.root)
         self._pending: dict[str, float] = {}  # path -> time of its last event
         self._first_pending = 0.0
         self._last_event = 0.0
@@ -219,7 +220,7 @@ class FolderWatcher:
         up to MAX_ATTEMPTS times, then its paths are dropped (and logged) until they change."""
         self.on_start({"batch": self.batches + 1, "paths": len(paths)})
         try:
-            report = self.palace.mine_paths(
+            report = self.palace.watching.mine_paths(
                 self.root,
                 paths,
                 wing=self.wing,
@@ -228,7 +229,7 @@ class FolderWatcher:
                 keep_secrets=self.keep_secrets,
             )
             if report["full_rescan"]:  # rules may have changed
-                self._rules = self.palace.path_rules(self.root)
+                self._rules = self.palace.watching.path_rules(self.root)
         except MemPalaceError as exc:
             self.on_error(exc)
             self._retry(paths)

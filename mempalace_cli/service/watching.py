@@ -14,28 +14,35 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.config import PROJECT_FILE
 from mempalace_cli.common.naming import normalize_name
+from mempalace_cli.miners.files import (
+    Candidate,
+    IgnoreRules,
+    is_skipped_dir,
+    is_temp_file,
+    symlink_problem,
+    walk,
+)
 from mempalace_cli.miners.paths import on_disk, source_key, storable
+from mempalace_cli.miners.project import DEFAULT_EXCLUDE, ProjectConfig, load_project_config
+from mempalace_cli.miners.rooms import detect_rooms
+from mempalace_cli.miners.secrets import secrets_report
+from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.mine_common import (
-    EMBED_GROUP,
     PER_FILE_ERRORS,
     MineReport,
     PendingFile,
+    embed_groups,
     per_file_reason,
     rel_source,
     resolve_dir,
 )
-from mempalace_cli.service.mining import MiningOps
+from mempalace_cli.service.mining import Mining
+from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import FileRecord
-
-# The miners are imported where paths are mined, not here: `import mempalace_cli.service`
-# (every command, search included) then loads none of them.
-if TYPE_CHECKING:
-    from mempalace_cli.miners.files import Candidate
-    from mempalace_cli.miners.project import ProjectConfig
 
 # A change to one of these changes what every file means (rules, rooms): re-check the folder.
 RULE_FILES = frozenset({PROJECT_FILE, ".gitignore"})
@@ -47,7 +54,6 @@ class PathRules:
     one path at a time."""
 
     def __init__(self, root: Path, exclude: Sequence[str], skip: Iterable[Path] = ()) -> None:
-        from mempalace_cli.miners.files import IgnoreRules
 
         self.root = root
         self.rules = IgnoreRules(root, exclude)
@@ -56,7 +62,6 @@ class PathRules:
     def relevant(self, path: Path, is_dir: bool = False) -> bool:
         """False for paths whose changes never need mining. A path that no longer exists is
         judged by its name alone (it may have been a mined file)."""
-        from mempalace_cli.miners.files import is_skipped_dir, is_temp_file
 
         try:
             rel = path.relative_to(self.root)
@@ -129,16 +134,18 @@ class BatchReport:
         }
 
 
-class WatchOps(MiningOps):
+class Watch(Part):
+    """Watch mode's mining of changed paths, over the palace's resources; files are planned
+    and removed as the `Mining` part does it, and filed through the `DrawerWriter`."""
+
+    def __init__(self, core: PalaceCore, writer: DrawerWriter, mining: Mining) -> None:
+        super().__init__(core)
+        self.writer = writer
+        self.mining = mining
+
     def project_for(self, root: Path) -> ProjectConfig:
         """The folder's mempalace.toml, or the rooms `mine` would detect; cached until the
         file or the folder's top level changes (detecting rooms reads the whole tree)."""
-        from mempalace_cli.miners.project import (
-            DEFAULT_EXCLUDE,
-            ProjectConfig,
-            load_project_config,
-        )
-        from mempalace_cli.miners.rooms import detect_rooms
 
         project_file = root / PROJECT_FILE
         key = (
@@ -197,7 +204,7 @@ class WatchOps(MiningOps):
         planned: list[_Planned] = []
         for item in candidates:
             try:
-                result = self._plan_candidate(
+                result = self.mining.plan_candidate(
                     root, item, project, wing_name, agent, known.get(item.source), scratch
                 )
             except PER_FILE_ERRORS as exc:  # vanished or changed under us: skip, go on
@@ -208,7 +215,6 @@ class WatchOps(MiningOps):
             elif isinstance(result, PendingFile):
                 planned.append(_Planned(result))
         report.unchanged, report.skipped = scratch.files_unchanged, scratch.files_skipped
-        from mempalace_cli.miners.secrets import secrets_report
 
         filed = [p.pending.rel for p in planned]
         report.secrets = secrets_report(filed, scratch.secrets, report.skipped, keep_secrets)
@@ -221,16 +227,12 @@ class WatchOps(MiningOps):
                 plan.moved_from = rec
                 gone.discard(rec.source_file)
 
-        group: list[_Planned] = []
-        for i, plan in enumerate(planned):
-            group.append(plan)
-            if sum(len(p.pending.rows) for p in group) >= EMBED_GROUP or i == len(planned) - 1:
-                self._file_group(group, root, wing_name, mode, report, keep_secrets)
-                group = []
+        for group in embed_groups(planned, lambda p: len(p.pending.rows)):
+            self._file_group(group, root, wing_name, mode, report, keep_secrets)
         removed = sorted(src for src in gone if src in known)
         if removed:
             scratch_removed = MineReport(source_key(root), wing_name, mode, dry_run=False)
-            self._remove_files(root, removed, known, scratch_removed)
+            self.mining.remove_files(root, removed, known, scratch_removed)
             report.removed = scratch_removed.files_removed
             report.drawers_removed += scratch_removed.drawers_removed
         return report.to_dict(started)
@@ -246,7 +248,6 @@ class WatchOps(MiningOps):
         keep_secrets: bool = False,
     ) -> tuple[list[Candidate], set[str]]:
         """The changed paths as files to look at, and known files that are gone."""
-        from mempalace_cli.miners.files import Candidate, walk
 
         files: dict[str, Candidate] = {}
         gone: set[str] = set()
@@ -279,7 +280,6 @@ class WatchOps(MiningOps):
 
     @staticmethod
     def _candidate(root: Path, path: Path) -> Candidate | None:
-        from mempalace_cli.miners.files import Candidate, symlink_problem
 
         if path.is_symlink() and symlink_problem(path, root) is not None:
             return None
@@ -345,7 +345,7 @@ class WatchOps(MiningOps):
                 )
                 for p in group
             ]
-            self._file_drawers(
+            self.writer.file(
                 rows, embeddings, replace, files, forget_files=forget, keep_secrets=keep_secrets
             )
         new_ids = {r.id for r in rows}
@@ -369,7 +369,7 @@ class WatchOps(MiningOps):
         started: float,
         keep_secrets: bool = False,
     ) -> dict[str, Any]:
-        full = self.mine(root, wing=wing, agent=agent, mode=mode, keep_secrets=keep_secrets)
+        full = self.mining.mine(root, wing=wing, agent=agent, mode=mode, keep_secrets=keep_secrets)
         report = BatchReport(source_key(root), full["wing"], mode, full_rescan=True)
         report.mined = full["mined_files"]
         report.removed = full["removed_files"]

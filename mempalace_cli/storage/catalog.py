@@ -38,7 +38,7 @@ from mempalace_cli.storage.term_postings import TermPostings
 notices = logging.getLogger("mempalace.notice")
 
 CATALOG_FILE = "mempalace_index.sqlite3"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Meta key: "1" when every drawer row carries its embedding (float32 BLOB), so the vector side
 # of search can run on the catalogue alone; "0" after the upgrade of a catalogue made before
 # vectors were mirrored, until the next sync backfills them from Chroma.
@@ -73,6 +73,25 @@ CREATE TABLE IF NOT EXISTS files (
     mined_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS files_root ON files (source_root);
+CREATE TABLE IF NOT EXISTS passages (
+    drawer INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS passages_drawer ON passages (drawer, n);
+"""
+# `passages` (schema 4): the vectors of a long drawer's passages (passage_vectors.py), tied to
+# the drawer's rowid, deleted with it or when its text or vector changes (these triggers, made
+# once the drawers table has its vector column: _migrate). A catalogue made before them gets
+# the empty table when opened; its long drawers get passages on `reembed`.
+_PASSAGE_TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS passages_drawer_gone AFTER DELETE ON drawers BEGIN
+    DELETE FROM passages WHERE drawer = old.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS passages_drawer_changed AFTER UPDATE OF text, embedding ON drawers
+WHEN new.text IS NOT old.text OR new.embedding IS NOT old.embedding BEGIN
+    DELETE FROM passages WHERE drawer = old.rowid;
+END;
 """
 
 # The keyword index reads each drawer's text through INDEX_TEXT_FN (CJK runs as bigrams,
@@ -99,6 +118,25 @@ _FTS_STATEMENTS = (
     f"VALUES ('delete', old.rowid, {INDEX_TEXT_FN}(old.text)); "
     f"INSERT INTO drawer_fts(rowid, text) VALUES (new.rowid, {INDEX_TEXT_FN}(new.text)); END",
 )
+
+# The change log vector_index.py follows: triggers on `drawers` append (rowid) to `vector_log`,
+# whose AUTOINCREMENT number only grows; `vector_log_token` names this catalogue. Created with
+# the catalogue (or once, when a catalogue made before it is opened), never by a search.
+_VECTOR_LOG = """
+CREATE TABLE IF NOT EXISTS vector_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, row INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS vector_log_ai AFTER INSERT ON drawers BEGIN
+    INSERT INTO vector_log(row) VALUES (new.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS vector_log_ad AFTER DELETE ON drawers BEGIN
+    INSERT INTO vector_log(row) VALUES (old.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS vector_log_au AFTER UPDATE OF embedding, wing, room ON drawers BEGIN
+    INSERT INTO vector_log(row) VALUES (old.rowid);
+    INSERT INTO vector_log(row) VALUES (new.rowid);
+END;
+"""
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -314,14 +352,19 @@ class Catalog:
 
     # -- drawers ----------------------------------------------------------------------------
     def upsert_drawers(
-        self, conn: sqlite3.Connection, rows: Sequence[DrawerRow], embeddings: Any
+        self,
+        conn: sqlite3.Connection,
+        rows: Sequence[DrawerRow],
+        embeddings: Any,
+        passages: dict[str, Any] | None = None,
     ) -> None:
         """Insert or replace `rows`; `embeddings` holds each row's vector, in order (the same
-        vectors that went to Chroma: the catalogue mirrors them for search)."""
+        vectors that went to Chroma: the catalogue mirrors them for search); `passages`, the
+        passage vectors of the long ones (id -> matrix, passage_vectors.py)."""
         blobs = _blobs(embeddings, len(rows))
         for r, blob in zip(rows, blobs, strict=True):
             conn.execute("DELETE FROM drawers WHERE id = ?", (r.id,))
-            conn.execute(
+            cur = conn.execute(
                 "INSERT INTO drawers(id, wing, room, source_file, chunk_index, filed_at, text, "
                 "metadata, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -336,6 +379,61 @@ class Catalog:
                     blob,
                 ),
             )
+            if passages and r.id in passages:
+                _insert_passages(conn, cur.lastrowid, passages[r.id])
+
+    def set_passages(self, conn: sqlite3.Connection, vectors: dict[str, Any]) -> int:
+        """Give existing drawers their passage vectors (id -> matrix), replacing any they had;
+        the drawer row is touched so that the vector index's change log names it. Returns
+        how many drawers got them (a drawer gone meanwhile is skipped)."""
+        done = 0
+        for drawer_id, matrix in vectors.items():
+            row = conn.execute("SELECT rowid FROM drawers WHERE id = ?", (drawer_id,)).fetchone()
+            if row is None:
+                continue
+            conn.execute("DELETE FROM passages WHERE drawer = ?", (row[0],))
+            _insert_passages(conn, row[0], matrix)
+            conn.execute("UPDATE drawers SET wing = wing WHERE rowid = ?", (row[0],))
+            done += 1
+        return done
+
+    def lacking_passages(self, min_chars: int, limit: int, after: int = 0) -> list[DrawerRow]:
+        """Up to `limit` drawers (rowid order, after rowid `after`) longer than `min_chars`
+        characters that have a vector but no passage vectors: those a `reembed` fills in.
+        Each row's `chunk_index` is replaced by its rowid, for the next call's `after`."""
+        try:
+            found = self.conn.execute(
+                "SELECT d.rowid, d.id, d.wing, d.room, d.source_file, d.filed_at, d.text, "
+                "d.metadata FROM drawers d WHERE d.rowid > ? AND length(d.text) > ? "
+                "AND d.embedding IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.drawer = d.rowid) "
+                "ORDER BY d.rowid LIMIT ?",
+                (after, min_chars, limit),
+            ).fetchall()
+        except sqlite3.OperationalError:  # a read-only catalogue made before passages
+            return []
+        return [_row((r[1], r[2], r[3], r[4], r[0], r[5], r[6], r[7])) for r in found]
+
+    def passage_vectors(
+        self, wing: str | None = None, room: str | None = None, filt: DrawerFilter | None = None
+    ) -> tuple[list[str], Any]:
+        """The passage vectors of the drawers in wing/room (or `filt`): each one's drawer id
+        and an (n, d) float32 matrix; ([], None) when there are none."""
+        import numpy as np
+
+        where, params = _where(wing, room, prefix="d.", filt=filt)
+        try:
+            rows = self.conn.execute(
+                "SELECT d.id, p.embedding FROM passages p JOIN drawers d ON d.rowid = p.drawer "
+                f"WHERE {where} ORDER BY p.drawer, p.n",
+                params,
+            ).fetchall()
+        except sqlite3.OperationalError:  # a read-only catalogue made before passages
+            return [], None
+        if not rows:
+            return [], None
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return [r[0] for r in rows], matrix.reshape(len(rows), -1)
 
     def set_embeddings(self, conn: sqlite3.Connection, ids: Sequence[str], embeddings: Any):
         """Fill in the vectors of existing rows (the backfill of an upgraded catalogue)."""
@@ -569,10 +667,19 @@ class Catalog:
 
 
 def _setup(conn: sqlite3.Connection) -> None:
+    """Bring the catalogue to this schema. Opening one that is already there writes nothing
+    (every statement below reads first), so a search never waits for a writer here."""
     conn.create_function(INDEX_TEXT_FN, 1, _index_text, deterministic=True)
     _migrate(conn)
+    if conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'passages_%'"
+    ).fetchone()[0] < 2:
+        conn.executescript(_PASSAGE_TRIGGERS)
     _ensure_keyword_index(conn)
-    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (VECTORS_META,))
+    if not _has_meta(conn, VECTORS_META):
+        conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (VECTORS_META,))
+    if not has_vector_log(conn):
+        ensure_vector_log(conn)
     # Only when it differs: REPLACE rewrites the row even with the same value, so a palace
     # that is only read (search, export, migrate's source) would change on disk.
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -581,6 +688,32 @@ def _setup(conn: sqlite3.Connection) -> None:
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
+
+
+def _has_meta(conn: sqlite3.Connection, key: str) -> bool:
+    return conn.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone() is not None
+
+
+def has_vector_log(conn: sqlite3.Connection) -> bool:
+    """The change log vector_index.py follows is there (read only)."""
+    trigger = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'vector_log_au'"
+    ).fetchone()
+    return trigger is not None and _has_meta(conn, VECTOR_LOG_TOKEN)
+
+
+def ensure_vector_log(conn: sqlite3.Connection) -> None:
+    """Create the change log and name this catalogue (a new token: an index built from another
+    catalogue is rebuilt). A write of its own; commits what `conn` had pending first."""
+    import secrets
+
+    conn.commit()
+    conn.executescript(
+        "BEGIN IMMEDIATE;"
+        + _VECTOR_LOG
+        + "INSERT OR IGNORE INTO meta(key, value) VALUES "
+        + f"('{VECTOR_LOG_TOKEN}', '{secrets.token_hex(8)}');COMMIT;"
+    )
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -658,6 +791,14 @@ def _blobs(embeddings: Any, n: int) -> list[bytes]:
 
     matrix = np.asarray(embeddings, dtype=np.float32)
     return [v.tobytes() for v in matrix.reshape(n, -1)]
+
+
+def _insert_passages(conn: sqlite3.Connection, rowid: int | None, matrix: Any) -> None:
+    blobs = _blobs(matrix, len(matrix))
+    conn.executemany(
+        "INSERT INTO passages(drawer, n, embedding) VALUES (?, ?, ?)",
+        [(rowid, n, blob) for n, blob in enumerate(blobs)],
+    )
 
 
 def _row(row: tuple) -> DrawerRow:

@@ -23,6 +23,7 @@ from mempalace_cli.common.errors import (
     ServerTimeoutError,
     ServerUnavailableError,
 )
+from mempalace_cli.storage import chroma_internals
 
 T = TypeVar("T")
 DEFAULT_TENANT = "default_tenant"
@@ -144,9 +145,8 @@ def connect(opts: ServerOptions) -> Any:
         raise
     except Exception as exc:
         raise classify(exc, opts) from exc
-    session = getattr(getattr(client, "_server", None), "_session", None)
-    if session is not None:  # chromadb's own client has no timeout: a hung server hangs us
-        session.timeout = httpx.Timeout(opts.timeout)
+    # chromadb's own client has no timeout: a hung server would hang us.
+    chroma_internals.set_http_timeout(client, httpx.Timeout(opts.timeout))
     return client
 
 

@@ -4,16 +4,18 @@ Chroma (the drawer store, embedded in the palace folder or on a Chroma server) i
 truth for drawers. The catalogue (mempalace_index.sqlite3: keyword index, vector mirror, mining
 manifest) is a copy that must show, by content and never by a count, that it mirrors Chroma:
 
-- Embedded store: Chroma logs every write in `embeddings_queue` (chroma.sqlite3) under a
-  sequence number that only grows. The catalogue records the collection id and the last
-  sequence number it mirrors (`store_head`). Every command compares it with Chroma's log head,
-  read with sqlite3 (no chromadb import; a few milliseconds). If the head moved and we
-  did not write it, the ids written since are read from the log, fetched from Chroma and
-  applied to the catalogue (only those ids); if the log no longer reaches back that far (Chroma
-  purges it) the whole catalogue is reconciled against Chroma.
-- Chroma server: its log is not ours to read. The catalogue records how many drawers it holds
-  and the id at the end of Chroma's insertion order; one small `get` (offset n-1, limit 2, ids
-  only) shows any add or delete, since Chroma appends new rows at the end. Our own writers
+- Embedded store (`EmbeddedConsistency`): Chroma logs every write in `embeddings_queue`
+  (chroma.sqlite3, read through chroma_internals.py, which checks the installed chromadb and
+  the file's layout first) under a sequence number that only grows. The catalogue records the
+  collection id and the last sequence number it mirrors (`store_head`). Every command compares
+  it with Chroma's log head, read with sqlite3 (no chromadb import; a few milliseconds). If the
+  head moved and we did not write it, the ids written since are read from the log, fetched
+  from Chroma and applied to the catalogue (only those ids); if the log no longer reaches back
+  that far (Chroma purges it) the whole catalogue is reconciled against Chroma.
+- Chroma server (`ServerConsistency`): its log is not ours to read. The catalogue records how
+  many drawers it holds and the id at the end of Chroma's insertion order; one small `get`
+  (offset n-1, limit 2, ids only) shows any add or delete, since Chroma appends new rows at
+  the end. Our own writers
   re-file a changed drawer as delete + add, so it moves to the end too. A long-lived process
   re-checks at most every SERVER_CHECK_SECONDS before a read. An in-place update by a foreign
   writer (same id, same position) is not seen by this probe; `verify()` (`status --verify`)
@@ -41,7 +43,6 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,9 +50,9 @@ from typing import Any
 
 from mempalace_cli.common.errors import MemPalaceError, PalaceCorruptError
 from mempalace_cli.storage.catalog import VECTORS_META, Catalog, DrawerRow
+from mempalace_cli.storage.chroma_internals import LogHead, log_ids_since, read_log_head
 from mempalace_cli.storage.locking import PalaceLock
-from mempalace_cli.storage.sqlite_db import connect_read_only
-from mempalace_cli.storage.store import CHROMA_FILE, DrawerStore
+from mempalace_cli.storage.store import DrawerStore
 
 log = logging.getLogger("mempalace.consistency")
 notices = logging.getLogger("mempalace.notice")  # one-time notes that are not repairs
@@ -95,88 +96,6 @@ def meta_from(row: DrawerRow) -> dict[str, Any]:
     if row.chunk_index is not None:
         meta["chunk_index"] = row.chunk_index
     return meta
-
-
-# -- reading the embedded store's write log (sqlite3 only) ------------------------------------
-@dataclass(frozen=True)
-class LogHead:
-    """Where Chroma's write log stands: the drawer collection's id (None before it exists),
-    the newest sequence number and the oldest one still kept (0 when the log is empty)."""
-
-    collection_id: str | None
-    seq: int
-    oldest: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.collection_id or '-'}:{self.seq}"
-
-
-def _store_unreadable(path: Path, why: str) -> PalaceCorruptError:
-    return PalaceCorruptError(
-        f"The drawer store {path} can't be opened: {why}. Nothing was changed.",
-        hint="Restore the palace folder from a backup. To start over from your files, move "
-        "the palace folder aside and mine again.",
-    )
-
-
-def _open_log(path: Path) -> sqlite3.Connection:
-    # Read-only: works in a palace the user may only read, and never creates a file.
-    return connect_read_only(path, timeout=10)
-
-
-def read_log_head(palace_path: Path, collection_name: str) -> LogHead | None:
-    """Chroma's log head for the palace's embedded store; None if chroma.sqlite3 is absent.
-    A file that is not a Chroma store (emptied, damaged) raises PalaceCorruptError."""
-    path = palace_path / CHROMA_FILE
-    try:
-        if path.stat().st_size == 0:
-            raise _store_unreadable(path, "the file is empty (0 bytes)")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        from mempalace_cli.common.errors import from_os_error
-
-        raise from_os_error(exc, path, "read the drawer store") from exc
-    try:
-        with closing(_open_log(path)) as conn:
-            row = conn.execute(
-                "SELECT id FROM collections WHERE name = ?", (collection_name,)
-            ).fetchone()
-            seq, oldest = conn.execute(
-                "SELECT max(seq_id), min(seq_id) FROM embeddings_queue"
-            ).fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            raise _store_unreadable(path, "it holds no Chroma tables") from exc
-        raise _sqlite_error(exc, path) from exc
-    except sqlite3.DatabaseError as exc:
-        raise _store_unreadable(path, str(exc)) from exc
-    return LogHead(row[0] if row else None, int(seq or 0), int(oldest or 0))
-
-
-def _sqlite_error(exc: sqlite3.Error, path: Path) -> Exception:
-    """An sqlite error that is about the disk or permissions, named as such."""
-    from mempalace_cli.common.errors import from_sqlite_error
-
-    return from_sqlite_error(exc, path) or _store_unreadable(path, str(exc))
-
-
-def log_ids_since(palace_path: Path, head: LogHead, since: int) -> list[str] | None:
-    """The drawer ids written (added, updated, deleted) after sequence number `since`, in log
-    order; None when the log no longer holds everything after `since` (purged)."""
-    if head.seq <= since:
-        return []
-    if head.oldest > since + 1 or head.collection_id is None:
-        return None
-    with closing(_open_log(palace_path / CHROMA_FILE)) as conn:
-        rows = conn.execute(
-            "SELECT id, topic FROM embeddings_queue WHERE seq_id > ? AND seq_id <= ? "
-            "ORDER BY seq_id",
-            (since, head.seq),
-        ).fetchall()
-    mine = [i for i, topic in rows if str(topic).endswith(head.collection_id)]
-    return list(dict.fromkeys(mine))
 
 
 # -- the repair report ------------------------------------------------------------------------
@@ -276,7 +195,12 @@ def _same_vector(blob: bytes, vec: Any) -> bool:
 
 # -- the one owner of Chroma <-> catalogue agreement ------------------------------------------
 class Consistency:
-    """Decides whether the catalogue mirrors Chroma, proves it cheaply, and repairs it."""
+    """Decides whether the catalogue mirrors Chroma, proves it cheaply, and repairs it.
+
+    What is the same for both kinds of store lives here (applying Chroma's content to the
+    catalogue, the repair report, the write-in-progress mark); how the agreement is proven is
+    each kind's own: `EmbeddedConsistency` (Chroma's write log) and `ServerConsistency` (a tail
+    probe and the team's change log). The backend (backend.py) picks one."""
 
     def __init__(
         self,
@@ -284,7 +208,6 @@ class Consistency:
         catalog: Catalog,
         store: DrawerStore,
         lock: PalaceLock,
-        server: bool,
         collection_name: str,
         on_repair: Callable[[Repair], None] | None = None,
     ) -> None:
@@ -292,20 +215,64 @@ class Consistency:
         self.catalog = catalog
         self.store = store
         self.lock = lock
-        self.server = server
         self.collection_name = collection_name
         self.on_repair = on_repair
         self.repairs: list[Repair] = []  # made by this process, for the adapters to show
-        self._server_checked_at: float | None = None
-        self._write_base: LogHead | None = None  # the log head when our write began
-        # A server palace's change log (server_mirror.TeamLog): writers of this tool record
-        # what they touch, so a reader sees them at once and repairs only those drawers.
-        self.team_log: Any = None
 
-    # -- proofs -----------------------------------------------------------------------------
-    def head(self) -> LogHead | None:
-        return None if self.server else read_log_head(self.path, self.collection_name)
+    # -- proofs (each kind's own) -----------------------------------------------------------
+    # `trusted()` can prove the catalogue in step from local marks alone (no store request).
+    proves_from_marks = False
 
+    def trusted(self) -> bool:
+        """True when the catalogue, vectors included, provably mirrors the store without
+        asking Chroma anything (never imports chromadb)."""
+        return False
+
+    def in_step(self) -> bool:
+        """The cheap check that the catalogue mirrors the store."""
+        raise NotImplementedError
+
+    def _repair_locked(self, backfill: bool) -> Repair | None:
+        raise NotImplementedError
+
+    def _full_reconcile(self, reason: str) -> Repair:
+        """Compare every drawer and record the store's state (caller holds the lock)."""
+        raise NotImplementedError
+
+    def mirrors_store_now(self) -> bool:
+        """The catalogue is recorded as mirroring the store's current state (no write
+        half-done): `reembed` keeps that record across its switch."""
+        return False
+
+    def record_head(self, conn: sqlite3.Connection, collection_name: str) -> None:
+        """Record (in `conn`'s transaction) that the catalogue mirrors the store as it stands
+        now in `collection_name` (after `reembed` moved the drawers to that collection)."""
+
+    def begin_write(self) -> None:
+        """Before Chroma is written (under the lock): a crash from here on leaves the mark, and
+        the next reader repairs the catalogue from Chroma."""
+        with self.catalog.transaction() as conn:
+            self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "1")
+            # Readers in other processes reopen Chroma from here on, even if we die mid-write.
+            self.catalog.bump_generation(conn)
+
+    def end_write(self, conn: sqlite3.Connection, written: Iterable[str]) -> None:
+        """In the catalogue transaction that mirrors our Chroma write of `written` ids."""
+        self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+
+    def writing_from_step(self) -> bool:
+        """True while our write is under way (the lock held) on a catalogue that mirrored the
+        store when it began: until it commits, the catalogue as committed is a true, slightly
+        older copy, which a reader of this process may read without waiting for the lock."""
+        return False
+
+    def record_new_store(self) -> None:
+        """A palace created by us with an empty catalogue: it mirrors the (empty) store."""
+
+    def check_store_present(self, read_head: bool = True) -> None:
+        """The store is there and readable before anything trusts the catalogue."""
+
+    # -- shared -----------------------------------------------------------------------------
     def _marks(self) -> dict[str, str]:
         return dict(
             self.catalog.conn.execute(
@@ -314,78 +281,10 @@ class Consistency:
             ).fetchall()
         )
 
-    def trusted(self) -> bool:
-        """True when the catalogue, vectors included, provably mirrors the embedded store:
-        no write half-done, every row has its vector, and Chroma's log head is the one the
-        catalogue recorded. Never imports chromadb. A Chroma server is never trusted this way."""
-        if self.server or not self.catalog.exists:
-            return False
-        head = self.head()  # before reading the marks: a write in between shows
-        if head is None:
-            return False
-        marks = self._marks()
-        return (
-            marks.get(WRITE_IN_PROGRESS) != "1"
-            and marks.get(VECTORS_META) == "1"
-            and marks.get(STORE_HEAD) == head.key
-        )
-
     def needs_repair(self) -> bool:
         """A writer died mid-write (its in-progress mark is still set)."""
         return self.catalog.exists and self.catalog.get_meta(WRITE_IN_PROGRESS) == "1"
 
-    def in_step(self) -> bool:
-        """The cheap check: embedded, the log head (one sqlite read); on a server, the tail
-        probe (one small request), skipped within SERVER_CHECK_SECONDS of the last one."""
-        marks = self._marks()
-        if marks.get(WRITE_IN_PROGRESS) == "1":
-            return False
-        if not self.server:
-            head = self.head()
-            if head is None:  # no store yet: in step while the catalogue is empty too
-                return self.catalog.count() == 0
-            return marks.get(STORE_HEAD) == head.key
-        if self.team_log is not None and not self.team_log.token_current():
-            return False  # another machine of the team wrote: no need to wait for the probe
-        now = time.monotonic()
-        if (
-            self._server_checked_at is not None
-            and now - self._server_checked_at < SERVER_CHECK_SECONDS
-        ):
-            return True
-        recorded = marks.get(STORE_HEAD)
-        if recorded is None:
-            return False
-        try:
-            ok = recorded == self._server_probe(self.catalog.count())
-        except MemPalaceError:
-            raise
-        except Exception:  # the collection was replaced under a cached handle: reconcile
-            return False
-        if ok:
-            self._server_checked_at = now
-        return ok
-
-    def _server_probe(self, n: int) -> str | None:
-        """The server's state as the catalogue would record it if it holds `n` drawers:
-        "server:n:<id at position n-1>"; None if the server holds more or fewer."""
-        ids = self.store.ids_at(max(n - 1, 0), 2)
-        if n == 0:
-            return "server:0:" if not ids else None
-        return f"server:{n}:{ids[0]}" if len(ids) == 1 else None
-
-    def _server_head(self) -> str | None:
-        """The probe to record once the catalogue was brought in step: None (record nothing,
-        so the next check compares again) unless the server holds as many drawers as the
-        catalogue and its last drawer is in the catalogue. A write that landed while we read
-        (after the id snapshot) shows here, even one that left the count unchanged."""
-        probe = self._server_probe(self.catalog.count())
-        if probe is None:
-            return None
-        tail = probe.split(":", 2)[2]
-        return probe if not tail or self.catalog.get([tail]) else None
-
-    # -- keeping step -----------------------------------------------------------------------
     def sync(self, backfill: bool = False) -> Repair | None:
         """Make the catalogue mirror Chroma before a read. Cheap when in step. With `backfill`
         (a search), a catalogue made before vectors were mirrored gets them from Chroma."""
@@ -395,73 +294,11 @@ class Consistency:
         with self.lock.hold():
             return self._repair_locked(backfill)
 
-    def _repair_locked(self, backfill: bool) -> Repair | None:
-        marks = self._marks()
-        # A live writer sets the mark too; holding the lock, a set mark means a dead one.
-        dirty = marks.get(WRITE_IN_PROGRESS) == "1"
-        recorded = marks.get(STORE_HEAD)
-        if self.server:
-            return self._repair_server(dirty, recorded)
-        head = self.head()
-        if head is None:
-            self.check_store_present()
-            return None
-        if not dirty and recorded == head.key:
-            if backfill and marks.get(VECTORS_META) != "1":
-                with self.catalog.transaction() as conn:
-                    self._backfill_vectors(conn)
-            return None
-        # Chroma changed without us: this process's in-memory index may predate it.
-        self.store.reset_handle()
-        ids = None
-        reason = "interrupted_write" if dirty else "foreign_write"
-        if recorded is None:
-            reason = self._unrecorded(dirty)
-        else:
-            cid, _, seq = recorded.rpartition(":")
-            if cid != (head.collection_id or "-"):
-                reason = "new_collection"
-            elif seq.isdigit():
-                ids = log_ids_since(self.path, head, int(seq))
-                if ids is None:
-                    reason = "log_purged" if not dirty else reason
-        repair = (
-            self._apply_ids(reason, ids, head.key)
-            if ids is not None
-            else self._reconcile_all(reason, head.key)
-        )
-        return self._finish(repair)
-
-    def _repair_server(self, dirty: bool, recorded: str | None) -> Repair | None:
-        self.store.reset_collection()
-        n = self.catalog.count()
-        probe = self._server_probe(n)
-        if not dirty and recorded is not None and recorded == probe:
-            self._server_checked_at = time.monotonic()
-            return None
-        team = self.team_log
-        if team is not None and not dirty and recorded is not None:
-            caught_up = team.catch_up(self)
-            if caught_up is not None:
-                self._server_checked_at = time.monotonic()
-                # A teammate's write is the palace working as meant: applied, not warned about.
-                return caught_up if caught_up.changed else None
-        reason = "server_changed"
-        if dirty or recorded is None:
-            reason = "interrupted_write" if dirty else self._unrecorded(dirty)
-        began = team.begin_full() if team is not None else None
-        repair = self._reconcile_all(reason, None)
-        if team is not None:
-            team.end_full(began)
-        self._server_checked_at = time.monotonic()
-        return self._finish(repair)
-
     def reconcile(self, reason: str) -> Repair:
         """Compare every drawer with the catalogue and apply the differences, as an expected
         step (after `migrate` filled the store): not reported as a repair. Caller holds the
         palace lock."""
-        head = None if self.server else self.head()
-        return self._reconcile_all(reason, head.key if head is not None else None)
+        return self._full_reconcile(reason)
 
     def verify(self) -> tuple[int, Repair | None]:
         """Compare every drawer in Chroma (text, metadata, vector) with the catalogue and repair
@@ -470,31 +307,13 @@ class Consistency:
         holds and the repair (None when everything matched)."""
         self.check_store_present(read_head=False)
         with self.lock.hold():
-            if self.server:
-                self.store.reset_collection()
-                team = self.team_log
-                began = team.begin_full() if team is not None else None
-                repair = self._reconcile_all("verify", None)
-                if team is not None:
-                    team.end_full(began)
-                self._server_checked_at = time.monotonic()
-            else:
-                self.store.reset_handle()
-                head = self.head()
-                repair = self._reconcile_all("verify", head.key if head is not None else None)
+            self._reopen_store()
+            repair = self._full_reconcile("verify")
             return self.catalog.count(), self._finish(repair)
 
-    def apply_team_ids(self, ids: list[str]) -> Repair | None:
-        """Bring `ids` in step (another machine's write, named by the team log); the result
-        when the server's probe then matches the catalogue, else None (reconcile instead)."""
-        repair = self._apply_ids("team_write", ids, None)
-        # Same count and our last row is the server's last: nobody else wrote meanwhile.
-        probe = self._server_head()
-        if probe is None:
-            return None
-        with self.catalog.transaction() as conn:
-            self.catalog.set_meta(conn, STORE_HEAD, probe)
-        return repair
+    def _reopen_store(self) -> None:
+        """Read the store afresh (not through this process's cached view)."""
+        self.store.reset_handle()
 
     def _unrecorded(self, dirty: bool) -> str:
         """The reason when the catalogue records no store state: a first index when it is
@@ -528,7 +347,7 @@ class Consistency:
         return repair
 
     # -- applying Chroma's content to the catalogue -----------------------------------------
-    def _apply_ids(self, reason: str, ids: list[str], head_key: str) -> Repair:
+    def _apply_ids(self, reason: str, ids: list[str], head_key: str | None) -> Repair:
         """Bring the rows of `ids` in step with Chroma (only those: read from its log)."""
         repair = Repair(reason, full=False)
         got: dict[str, Any] = {"ids": [], "documents": [], "metadatas": [], "embeddings": []}
@@ -566,10 +385,16 @@ class Consistency:
                 self._apply_page(conn, page, repair)
                 seen.update(page["ids"])
             self._remove(conn, [i for i in self.catalog.all_ids() if i not in seen], repair)
-            if self.server:
-                head_key = self._server_head()
-            self._settle(conn, head_key, repair)
+            self._settle(conn, self._head_after_reconcile(head_key), repair)
         return repair
+
+    def _head_after_reconcile(self, head_key: str | None) -> str | None:
+        """The store state to record once a full reconcile applied everything."""
+        return head_key
+
+    def _unsettled_head(self) -> str | None:
+        """What to record when no store state could be recorded (None: leave it)."""
+        return None
 
     def _apply_page(self, conn: sqlite3.Connection, page: dict[str, Any], repair: Repair) -> None:
         ids = list(page["ids"])
@@ -622,10 +447,9 @@ class Consistency:
         if not self.catalog.missing_vectors():
             self.catalog.set_meta(conn, VECTORS_META, "1")
         self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+        head_key = head_key if head_key is not None else self._unsettled_head()
         if head_key is not None:
             self.catalog.set_meta(conn, STORE_HEAD, head_key)
-        elif self.server:
-            self.catalog.set_meta(conn, STORE_HEAD, SERVER_UNSETTLED)
         if repair.changed and repair.reason != "first_index":
             self.catalog.set_meta(conn, LAST_REPAIR, json.dumps(repair.to_dict()))
         self.catalog.bump_generation(conn)
@@ -638,37 +462,128 @@ class Consistency:
         if not self.catalog.missing_vectors():
             self.catalog.set_meta(conn, VECTORS_META, "1")
 
+    # -- for status -------------------------------------------------------------------------
+    def last_repair(self) -> dict[str, Any] | None:
+        raw = self.catalog.get_meta(LAST_REPAIR) if self.catalog.exists else None
+        return json.loads(raw) if raw else None
+
+    def report(self) -> dict[str, Any]:
+        """For status: what the catalogue mirrors and the last repair."""
+        return {
+            "authoritative": "chroma",
+            "mirrors": self.catalog.get_meta(STORE_HEAD),
+            "last_repair": self.last_repair(),
+        }
+
+
+class EmbeddedConsistency(Consistency):
+    """The embedded store: Chroma's write log (chroma.sqlite3, read through
+    chroma_internals.py) proves the catalogue in step, and names the ids a foreign write
+    touched."""
+
+    proves_from_marks = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._write_base: LogHead | None = None  # the log head when our write began
+
+    def head(self) -> LogHead | None:
+        return read_log_head(self.path, self.collection_name)
+
+    def trusted(self) -> bool:
+        """No write half-done, every row has its vector, and Chroma's log head is the one the
+        catalogue recorded."""
+        if not self.catalog.exists:
+            return False
+        head = self.head()  # before reading the marks: a write in between shows
+        if head is None:
+            return False
+        marks = self._marks()
+        return (
+            marks.get(WRITE_IN_PROGRESS) != "1"
+            and marks.get(VECTORS_META) == "1"
+            and marks.get(STORE_HEAD) == head.key
+        )
+
+    def in_step(self) -> bool:
+        """The log head (one sqlite read) is the one the catalogue recorded."""
+        marks = self._marks()
+        if marks.get(WRITE_IN_PROGRESS) == "1":
+            return False
+        head = self.head()
+        if head is None:  # no store yet: in step while the catalogue is empty too
+            return self.catalog.count() == 0
+        return marks.get(STORE_HEAD) == head.key
+
+    def mirrors_store_now(self) -> bool:
+        head = self.head()
+        return (
+            head is not None
+            and self.catalog.get_meta(WRITE_IN_PROGRESS) != "1"
+            and self.catalog.get_meta(STORE_HEAD) == head.key
+        )
+
+    def record_head(self, conn: sqlite3.Connection, collection_name: str) -> None:
+        head = read_log_head(self.path, collection_name)
+        if head is not None:
+            self.catalog.set_meta(conn, STORE_HEAD, head.key)
+
+    def _repair_locked(self, backfill: bool) -> Repair | None:
+        marks = self._marks()
+        # A live writer sets the mark too; holding the lock, a set mark means a dead one.
+        dirty = marks.get(WRITE_IN_PROGRESS) == "1"
+        recorded = marks.get(STORE_HEAD)
+        head = self.head()
+        if head is None:
+            self.check_store_present()
+            return None
+        if not dirty and recorded == head.key:
+            if backfill and marks.get(VECTORS_META) != "1":
+                with self.catalog.transaction() as conn:
+                    self._backfill_vectors(conn)
+            return None
+        # Chroma changed without us: this process's in-memory index may predate it.
+        self.store.reset_handle()
+        ids = None
+        reason = "interrupted_write" if dirty else "foreign_write"
+        if recorded is None:
+            reason = self._unrecorded(dirty)
+        else:
+            cid, _, seq = recorded.rpartition(":")
+            if cid != (head.collection_id or "-"):
+                reason = "new_collection"
+            elif seq.isdigit():
+                ids = log_ids_since(self.path, head, int(seq))
+                if ids is None:
+                    reason = "log_purged" if not dirty else reason
+        repair = (
+            self._apply_ids(reason, ids, head.key)
+            if ids is not None
+            else self._reconcile_all(reason, head.key)
+        )
+        return self._finish(repair)
+
+    def _full_reconcile(self, reason: str) -> Repair:
+        head = self.head()
+        return self._reconcile_all(reason, head.key if head is not None else None)
+
     # -- our own writes ---------------------------------------------------------------------
     def writing_from_step(self) -> bool:
-        """True while our write is under way (the lock held) on a catalogue that mirrored the
-        store when it began: until it commits, the catalogue as committed is a true, slightly
-        older copy, which a reader of this process may read without waiting for the lock."""
         return self._write_base is not None and self.lock.held
 
     def begin_write(self) -> None:
-        """Before Chroma is written (under the lock): a crash from here on leaves the mark, and
-        the next reader repairs the catalogue from Chroma."""
         recorded = self.catalog.get_meta(STORE_HEAD)
-        base = None if self.server else self.head()
+        base = self.head()
         # Our write can prove itself only if the catalogue mirrored the store when it began.
         self._write_base = base if base is not None and base.key == recorded else None
-        with self.catalog.transaction() as conn:
-            self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "1")
-            # Readers in other processes reopen Chroma from here on, even if we die mid-write.
-            self.catalog.bump_generation(conn)
+        super().begin_write()
 
     def end_write(self, conn: sqlite3.Connection, written: Iterable[str]) -> None:
-        """In the catalogue transaction that mirrors our Chroma write of `written` ids: record
-        the new head, but only if every log entry since the write began is ours. Otherwise
-        (a foreign write slipped in) the old head stays and the next check repairs."""
-        self.catalog.set_meta(conn, WRITE_IN_PROGRESS, "0")
+        """Record the new head, but only if every log entry since the write began is ours.
+        Otherwise (a foreign write slipped in) the old head stays and the next check
+        repairs."""
+        super().end_write(conn, written)
         recorded = self.catalog.get_meta(STORE_HEAD)
-        if self.server:
-            probe = self._server_probe(self.catalog.count())
-            if probe is not None and recorded not in (None, SERVER_UNSETTLED):
-                self.catalog.set_meta(conn, STORE_HEAD, probe)
-                self._server_checked_at = time.monotonic()
-            return
         base, self._write_base = self._write_base, None
         head = self.head()
         if head is None:
@@ -689,9 +604,8 @@ class Consistency:
             self.catalog.set_meta(conn, STORE_HEAD, head.key)
 
     def record_new_store(self) -> None:
-        """A palace created by us with an empty catalogue: it mirrors the (empty) store."""
-        if self.server or self.catalog.get_meta(STORE_HEAD) is not None or self.catalog.count():
-            return  # a server may hold drawers already: the first sync reconciles
+        if self.catalog.get_meta(STORE_HEAD) is not None or self.catalog.count():
+            return
         key = (self.head() or LogHead(None, 0, 0)).key
         with self.catalog.transaction() as conn:
             self.catalog.set_meta(conn, STORE_HEAD, key)
@@ -700,8 +614,6 @@ class Consistency:
     def check_store_present(self, read_head: bool = True) -> None:
         """The index lists drawers but the embedded store's files are gone or emptied: say so,
         instead of letting Chroma create an empty store that the next sync would mirror."""
-        if self.server:
-            return
         if not self.store.has_local_data():
             listed = self.catalog.count() if self.catalog.exists else 0
             if listed:
@@ -716,14 +628,126 @@ class Consistency:
         if read_head:
             self.head()  # an emptied or damaged chroma.sqlite3 raises here, before Chroma opens it
 
-    def last_repair(self) -> dict[str, Any] | None:
-        raw = self.catalog.get_meta(LAST_REPAIR) if self.catalog.exists else None
-        return json.loads(raw) if raw else None
 
-    def report(self) -> dict[str, Any]:
-        """For status: what the catalogue mirrors and the last repair."""
-        return {
-            "authoritative": "chroma",
-            "mirrors": self.catalog.get_meta(STORE_HEAD),
-            "last_repair": self.last_repair(),
-        }
+class ServerConsistency(Consistency):
+    """A Chroma server: its log is not ours to read. A tail probe (count, last id) shows adds
+    and deletes; the team's change log (team_log.py) names what teammates wrote."""
+
+    def __init__(self, *args: Any, team_log: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._server_checked_at: float | None = None
+        # The palace's change log on the server: writers of this tool record what they
+        # touch, so a reader sees them at once and repairs only those drawers.
+        self.team_log = team_log
+
+    def head(self) -> LogHead | None:
+        return None
+
+    def in_step(self) -> bool:
+        """The tail probe (one small request), skipped within SERVER_CHECK_SECONDS of the last
+        one; at once out of step when a teammate's write changed the change token."""
+        marks = self._marks()
+        if marks.get(WRITE_IN_PROGRESS) == "1":
+            return False
+        if self.team_log is not None and not self.team_log.token_current():
+            return False  # another machine of the team wrote: no need to wait for the probe
+        now = time.monotonic()
+        if (
+            self._server_checked_at is not None
+            and now - self._server_checked_at < SERVER_CHECK_SECONDS
+        ):
+            return True
+        recorded = marks.get(STORE_HEAD)
+        if recorded is None:
+            return False
+        try:
+            ok = recorded == self._server_probe(self.catalog.count())
+        except MemPalaceError:
+            raise
+        except Exception:  # the collection was replaced under a cached handle: reconcile
+            return False
+        if ok:
+            self._server_checked_at = now
+        return ok
+
+    def _server_probe(self, n: int) -> str | None:
+        """The server's state as the catalogue would record it if it holds `n` drawers:
+        "server:n:<id at position n-1>"; None if the server holds more or fewer."""
+        ids = self.store.ids_at(max(n - 1, 0), 2)
+        if n == 0:
+            return "server:0:" if not ids else None
+        return f"server:{n}:{ids[0]}" if len(ids) == 1 else None
+
+    def _server_head(self) -> str | None:
+        """The probe to record once the catalogue was brought in step: None (record nothing,
+        so the next check compares again) unless the server holds as many drawers as the
+        catalogue and its last drawer is in the catalogue. A write that landed while we read
+        (after the id snapshot) shows here, even one that left the count unchanged."""
+        probe = self._server_probe(self.catalog.count())
+        if probe is None:
+            return None
+        tail = probe.split(":", 2)[2]
+        return probe if not tail or self.catalog.get([tail]) else None
+
+    def _head_after_reconcile(self, head_key: str | None) -> str | None:
+        return self._server_head()
+
+    def _unsettled_head(self) -> str | None:
+        return SERVER_UNSETTLED
+
+    def _repair_locked(self, backfill: bool) -> Repair | None:
+        marks = self._marks()
+        # A live writer sets the mark too; holding the lock, a set mark means a dead one.
+        dirty = marks.get(WRITE_IN_PROGRESS) == "1"
+        recorded = marks.get(STORE_HEAD)
+        self.store.reset_collection()
+        n = self.catalog.count()
+        probe = self._server_probe(n)
+        if not dirty and recorded is not None and recorded == probe:
+            self._server_checked_at = time.monotonic()
+            return None
+        team = self.team_log
+        if team is not None and not dirty and recorded is not None:
+            caught_up = team.catch_up(self)
+            if caught_up is not None:
+                self._server_checked_at = time.monotonic()
+                # A teammate's write is the palace working as meant: applied, not warned about.
+                return caught_up if caught_up.changed else None
+        reason = "server_changed"
+        if dirty or recorded is None:
+            reason = "interrupted_write" if dirty else self._unrecorded(dirty)
+        return self._finish(self._full_reconcile(reason))
+
+    def _full_reconcile(self, reason: str) -> Repair:
+        team = self.team_log
+        began = team.begin_full() if team is not None else None
+        repair = self._reconcile_all(reason, None)
+        if team is not None:
+            team.end_full(began)
+        self._server_checked_at = time.monotonic()
+        return repair
+
+    def _reopen_store(self) -> None:
+        self.store.reset_collection()
+
+    def apply_team_ids(self, ids: list[str]) -> Repair | None:
+        """Bring `ids` in step (another machine's write, named by the team log); the result
+        when the server's probe then matches the catalogue, else None (reconcile instead)."""
+        repair = self._apply_ids("team_write", ids, None)
+        # Same count and our last row is the server's last: nobody else wrote meanwhile.
+        probe = self._server_head()
+        if probe is None:
+            return None
+        with self.catalog.transaction() as conn:
+            self.catalog.set_meta(conn, STORE_HEAD, probe)
+        return repair
+
+    # -- our own writes ---------------------------------------------------------------------
+    def end_write(self, conn: sqlite3.Connection, written: Iterable[str]) -> None:
+        """Record the probe after our write, when the catalogue recorded one before it."""
+        super().end_write(conn, written)
+        recorded = self.catalog.get_meta(STORE_HEAD)
+        probe = self._server_probe(self.catalog.count())
+        if probe is not None and recorded not in (None, SERVER_UNSETTLED):
+            self.catalog.set_meta(conn, STORE_HEAD, probe)
+            self._server_checked_at = time.monotonic()

@@ -15,7 +15,7 @@ from mempalace_cli.common.clock import day_start
 # else `timestamp` (MemPalace's chat drawers and ours from before `date` was written), else, for
 # a drawer filed by hand (ingest_mode "manual", whose words date from their filing), its
 # filing time. Anything else has no date: a date filter leaves it out and says how many
-# (`undated`). ISO strings compare correctly as text.
+# (`dateless_counts_sql`). ISO strings compare correctly as text.
 DRAWER_DATE_SQL = (
     "COALESCE(json_extract({p}metadata, '$.date'), json_extract({p}metadata, '$.timestamp'), "
     "CASE WHEN json_extract({p}metadata, '$.ingest_mode') = 'manual' THEN {p}filed_at END)"
@@ -45,22 +45,15 @@ class DrawerFilter:
     # Whether a path ending ("auth.md") matches too. Reads say yes; forgetting says no, so a
     # short name can never remove every same-named file in the palace.
     source_endings: bool = True
-    # Only the drawers with no date at all (see DRAWER_DATE_SQL); since/before are then unused.
-    undated: bool = False
 
     @property
     def beyond_place(self) -> bool:
         """True when it narrows more than wing and room."""
-        return bool(self.since or self.before or self.source_file or self.undated)
+        return bool(self.since or self.before or self.source_file)
 
     @property
     def by_date(self) -> bool:
         return bool(self.since or self.before)
-
-    def left_out_undated(self) -> DrawerFilter:
-        """The same place and source with no date window: the drawers a date filter leaves
-        out because they have no date (count them with catalog.count)."""
-        return replace(self, since=None, before=None, undated=True)
 
     def sql(self, prefix: str = "") -> tuple[str, list[Any]]:
         clauses: list[str] = []
@@ -72,10 +65,8 @@ class DrawerFilter:
             clauses.append(f"{prefix}room = ?")
             params.append(self.room)
         date = DRAWER_DATE_SQL.format(p=prefix)
-        if self.undated:
-            clauses.append(f"{date} IS NULL")
         for value, op in ((self.since, ">="), (self.before, "<")):
-            if value and not self.undated:
+            if value:
                 clause, values = _bound(date, op, value)
                 clauses.append(clause)
                 params += values
@@ -102,7 +93,7 @@ def dateless_counts_sql(filt: DrawerFilter) -> tuple[str, list[Any]]:
     string; no string value can be followed by a colon), and one holding `"date_source": "`
     surely has its source: both are counted without parsing the JSON (a date-filtered search
     reads every drawer in scope). Any other row is checked exactly."""
-    scope, params = replace(filt, since=None, before=None, undated=False).sql()
+    scope, params = replace(filt, since=None, before=None).sql()
     date = DRAWER_DATE_SQL.format(p="")
     undated = f'CASE WHEN instr(metadata, \'"date": "\') > 0 THEN 0 ELSE {date} IS NULL END'
     older = (

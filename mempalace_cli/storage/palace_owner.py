@@ -25,15 +25,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 
-from mempalace_cli.storage.sqlite_db import connect_read_only
+from mempalace_cli.storage.chroma_internals import CHROMA_FILE, any_collection_marked
 
 CACHE_DIR_ENV = "MEMPALACE_CACHE_DIR"  # the same override as the model cache (model_cache.py)
 CATALOG_FILE = "mempalace_index.sqlite3"  # catalog.CATALOG_FILE (not imported: keep this light)
-CHROMA_FILE = "chroma.sqlite3"  # store.CHROMA_FILE
 OUR_MARK = "embedding_model"  # collection metadata of every drawer collection we create
 
 
@@ -51,16 +48,9 @@ def palace_cache_dir(palace_path: Path, home: Path) -> Path:
 
 
 def _has_our_collection(chroma: Path) -> bool:
-    """One of the store's collections was made by this tool. A store this query can't read
-    counts as ours, so that the store's own checks name the problem as they always did."""
-    try:
-        with closing(connect_read_only(chroma, timeout=10)) as conn:
-            row = conn.execute(
-                "SELECT 1 FROM collection_metadata WHERE key = ? LIMIT 1", (OUR_MARK,)
-            ).fetchone()
-    except sqlite3.Error:
-        return True
-    return row is not None
+    """One of the store's collections was made by this tool. A store this can't read counts
+    as ours, so that the store's own checks name the problem as they always did."""
+    return any_collection_marked(chroma, OUR_MARK)
 
 
 def owned_by_another_tool(palace_path: Path, home: Path) -> bool:

@@ -14,6 +14,9 @@
   the whole palace again.
 - `identity`: the palace's identity text (wake-up's L0), shared by every machine.
 
+Each change record also names its writer (`peer`: user@host), so the machines that wrote to a
+team palace in the last RETENTION_US can be listed (`mempalace_mesh_peers`).
+
 Chroma wants a vector with every record; these records carry a constant 1-d one.
 """
 
@@ -42,6 +45,18 @@ ALL = "*"  # in a change record: "every drawer may have changed" (a delete by fi
 
 def now_us() -> int:
     return time.time_ns() // 1000
+
+
+def peer_name() -> str:
+    """This writer as its teammates see it: user@host."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name in this environment (a container without one)
+        user = "unknown"
+    return f"{user}@{socket.gethostname() or 'unknown-host'}"
 
 
 @dataclass(frozen=True)
@@ -122,7 +137,10 @@ class ServerLedger:
                 ids=[change.id, TOKEN_ID],
                 embeddings=[_VECTOR, _VECTOR],
                 documents=[json.dumps(list(change.ids)), token],
-                metadatas=[{"kind": "change", "at_us": change.at_us}, {"kind": "token"}],
+                metadatas=[
+                    {"kind": "change", "at_us": change.at_us, "peer": peer_name()},
+                    {"kind": "token"},
+                ],
             ),
         )
         return change
@@ -162,6 +180,26 @@ class ServerLedger:
             Change(i, int(m["at_us"]), tuple(json.loads(d or "[]")))
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         ]
+
+    def peers_since(self, at_us: int) -> dict[str, tuple[int, int]]:
+        """peer -> (its latest change record's time, how many records) since `at_us`; records
+        written before writers named themselves count under "unknown"."""
+        col = self._col(create=False)
+        if col is None:
+            return {}
+        got = chroma_server.read(
+            self._opts,
+            lambda: col.get(
+                where={"$and": [{"kind": "change"}, {"at_us": {"$gte": at_us}}]},
+                include=["metadatas"],
+            ),
+        )
+        found: dict[str, tuple[int, int]] = {}
+        for meta in got["metadatas"]:
+            who = str(meta.get("peer") or "unknown")
+            last, n = found.get(who, (0, 0))
+            found[who] = (max(last, int(meta["at_us"])), n + 1)
+        return found
 
     def prune(self) -> None:
         cutoff = now_us() - RETENTION_US

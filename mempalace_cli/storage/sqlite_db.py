@@ -29,7 +29,7 @@ def open_palace_db(
         raise from_os_error(exc, path.parent, f"create the folder of {what.lower()}") from exc
     try:
         if path.exists() and not writable(path):
-            return _open_read_only(path)
+            return open_read_only(path)
         conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -73,7 +73,7 @@ def writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
 
 
-def _open_read_only(path: Path) -> sqlite3.Connection:
+def open_read_only(path: Path) -> sqlite3.Connection:
     """A palace on read-only storage or owned by someone else: read it as it is. In WAL mode
     SQLite needs its -shm file; where it can't create one, the file is read as immutable."""
     conn = connect_read_only(path, check_same_thread=False)

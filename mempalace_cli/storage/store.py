@@ -25,14 +25,14 @@ from mempalace_cli.common.errors import (
     write_failure,
 )
 from mempalace_cli.embedders.base import DIMENSION, MODEL_NAME
-from mempalace_cli.storage import chroma_server
+from mempalace_cli.storage import chroma_internals, chroma_server
+from mempalace_cli.storage.chroma_internals import CHROMA_FILE
 from mempalace_cli.storage.chroma_server import ServerOptions
 
 T = TypeVar("T")
 # Chroma's registry of open folders is process-wide and unguarded: two palace objects of one
 # process (the MCP server's read and write lanes) open and let go of clients in turns.
 _HANDLES = threading.RLock()
-CHROMA_FILE = "chroma.sqlite3"
 PAGE = 1000
 
 
@@ -55,39 +55,6 @@ def collection_metadata(model: str, dimension: int, **extra: Any) -> dict[str, A
     if dimension:
         meta["embedding_dimension"] = dimension
     return meta | extra
-
-
-def _release_client(client: Any) -> None:
-    """Let go of an embedded client so that the next one opens the folder afresh.
-
-    Chroma shares one "system" per folder among the clients of a process. When only this
-    client uses it, it is closed (freeing its memory and files); when other clients of this
-    process still use it, it is detached from the folder's entry and left to them.
-    """
-    from chromadb.api import ServerAPI
-    from chromadb.api.shared_system_client import SharedSystemClient as Shared
-
-    ident = client._identifier
-    with Shared._refcount_lock:
-        system = Shared._identifier_to_system.get(ident)
-        if system is None or system.instance(ServerAPI) is not client._server:
-            return  # already detached by another client of this process
-        users = Shared._identifier_to_refcount.get(ident, 0)
-        if users > 2:  # the client and its admin client count two; others use it too
-            Shared._identifier_to_system.pop(ident, None)
-            Shared._identifier_to_refcount.pop(ident, None)
-            return
-    client.close()
-
-
-def _detach_folder(ident: str) -> None:
-    """Make the next client for this folder open it afresh, leaving the shared one to the
-    clients of this process that still hold it."""
-    from chromadb.api.shared_system_client import SharedSystemClient as Shared
-
-    with Shared._refcount_lock:
-        Shared._identifier_to_system.pop(ident, None)
-        Shared._identifier_to_refcount.pop(ident, None)
 
 
 class DrawerStore:
@@ -159,9 +126,10 @@ class DrawerStore:
         if self._client is None:
             with _HANDLES:
                 client = self._make_client()
-                api = client._server if not self.chroma_url else None
-                if api is not None and not hasattr(api, "_mempalace_generation"):
-                    api._mempalace_generation = self.expected_generation  # opened fresh now
+                api = chroma_internals.client_api(client) if not self.chroma_url else None
+                if api is not None and not chroma_internals.is_marked(api):
+                    # opened fresh now
+                    chroma_internals.mark_generation(api, self.expected_generation)
             self._client = client
         return self._client
 
@@ -212,9 +180,7 @@ class DrawerStore:
             )
         expected = self.dimension or (DIMENSION if self.model_name == MODEL_NAME else 0)
         # The dimension Chroma recorded from the stored vectors wins over what metadata claims.
-        dim = getattr(getattr(col, "_model", None), "dimension", None) or meta.get(
-            "embedding_dimension"
-        )
+        dim = chroma_internals.recorded_dimension(col) or meta.get("embedding_dimension")
         config = getattr(col, "configuration_json", None) or {}
         space = meta.get("hnsw:space") or (config.get("hnsw") or {}).get("space")
         if (dim and expected and int(dim) != expected) or (space and space != "cosine"):
@@ -229,31 +195,24 @@ class DrawerStore:
         """The in-process Chroma object reads go through: ours, or the one Chroma would hand
         us for this folder (it shares one per folder in a process). None if there is none."""
         if self._client is not None:
-            return self._client._server
+            return chroma_internals.client_api(self._client)
         if "chromadb" not in sys.modules:
             return None  # nothing opened in this process (and no need to import it to know)
-        try:
-            from chromadb.api import ServerAPI
-            from chromadb.api.shared_system_client import SharedSystemClient as Shared
-
-            system = Shared._identifier_to_system.get(str(self.palace_path))
-            return None if system is None else system.instance(ServerAPI)
-        except Exception:
-            return None
+        return chroma_internals.folder_api(str(self.palace_path))
 
     def is_stale(self, generation: int) -> bool:
         """True if this process's view of the embedded store predates `generation`."""
         if self.chroma_url:
             return False
         api = self._api()
-        return api is not None and getattr(api, "_mempalace_generation", None) != generation
+        return api is not None and chroma_internals.generation_of(api) != generation
 
     def mark_fresh(self, generation: int) -> None:
         """Record that this process's view reflects palace generation `generation`."""
         self.expected_generation = generation
         api = None if self.chroma_url else self._api()
         if api is not None:
-            api._mempalace_generation = generation
+            chroma_internals.mark_generation(api, generation)
 
     def reset_handle(self) -> None:
         """Forget cached handles so the next call re-reads what other processes wrote.
@@ -269,13 +228,11 @@ class DrawerStore:
         with _HANDLES:
             try:
                 if client is not None:
-                    _release_client(client)
-                else:
-                    _detach_folder(str(self.palace_path))
-            except Exception:  # a newer chromadb may differ: fall back to its public reset
-                from chromadb.api.shared_system_client import SharedSystemClient
-
-                SharedSystemClient.clear_system_cache()
+                    chroma_internals.release_client(client)
+                elif "chromadb" in sys.modules:  # else nothing of this folder is open here
+                    chroma_internals.detach_folder(str(self.palace_path))
+            except Exception:  # a chromadb that differs: fall back to its public reset
+                chroma_internals.reset_all_clients()
 
     # -- reads ------------------------------------------------------------------------------
     def _read(self, op: Callable[[Any], T], empty: T) -> T:
@@ -427,8 +384,3 @@ class DrawerStore:
                 col.delete(ids=list(ids[start : start + PAGE]))
 
         self._write(run, ids)
-
-    def delete_where(self, where: dict[str, Any]) -> None:
-        col = self.collection()
-        if col is not None:
-            self._write(lambda: col.delete(where=where), None)

@@ -23,13 +23,18 @@ exact in the same way as the int8 codes (benchmarks/ann_index.py measures speed 
 and compares an IVF first stage, which lost on both).
 
 How it stays in step with the catalogue, by content and not by a count: triggers on the
-catalogue's `drawers` table append (rowid, op) to `vector_log`, whose AUTOINCREMENT sequence
-number only grows. The index header records the last sequence number it applied and a token
-naming the catalogue it was built from. Every search reads the log's last sequence number; if
-it moved, the searching process applies exactly the rows the log names (tombstones the old
-positions, appends the current rows) before ranking. Any process's write is therefore visible
-to the next search, whichever process makes it, and a catalogue rebuilt from scratch (a new
-token) rebuilds the index.
+catalogue's `drawers` table append (rowid, op) to `vector_log` (created with the catalogue:
+catalog.py), whose AUTOINCREMENT sequence number only grows. The index header records the
+last sequence number it applied and a token naming the catalogue it was built from. The writer
+brings the index up to date after each write and repair (`current()`, from
+PalaceCore.keep_vector_index: it applies exactly the rows the log names, tombstoning the old
+positions and appending the current rows, and trims the log); a search never writes it
+(`nearest(..., upkeep=False)`): it reads the index as it is, and the rows the log names after
+the index's last update (a writer that kept no index: an older version, a crash between the
+catalogue's commit and the index's update) are scored exactly from the catalogue instead, up
+to LAG_MAX of them (beyond, the search ranks every vector exactly without the index). Any
+process's write is therefore visible to the next search, whichever process makes it, and a
+catalogue rebuilt from scratch (a new token) rebuilds the index at its next upkeep.
 
 Files, all in vector_index/ beside the catalogue (the palace folder, or, for a palace another
 tool owns, this tool's folder for it in the cache: palace_owner.py): header.json (replaced
@@ -51,16 +56,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.storage.catalog import VECTOR_LOG_TOKEN
+from mempalace_cli.storage.catalog import VECTOR_LOG_TOKEN, ensure_vector_log, has_vector_log
 
 INDEX_DIR = "vector_index"
-FORMAT = 2  # 2: sign codes (signs.<epoch>) beside the int8 codes; an older index rebuilds once
+# 2: sign codes (signs.<epoch>) beside the int8 codes; an older index rebuilds once. A long
+# drawer's passage vectors (passage_vectors.py) are extra rows carrying the drawer's rowid
+# (Header.passages counts them): an index written before them has none and needs no rebuild,
+# as the palace has no passages either until a write adds them, which appends them here.
+FORMAT = 2
 TOKEN_META = VECTOR_LOG_TOKEN  # meta key naming the catalogue the log belongs to
 BLOCK_ROWS = 8192  # rows scored per block: ~3 MB of codes, ~12 MB as float32
 RESCORE_FACTOR = 4  # int8 candidates kept per result wanted, then ranked exactly
 MIN_RESCORE = 200
 FETCH_ROWS = 5000  # catalogue rows read per batch while building
 LOG_TRIM_AT = 20000  # log rows kept before the updater trims what it has applied
+# A search that finds the index behind the catalogue (a writer that kept no index: an older
+# version, a crash after the catalogue's commit) scores the rows changed since exactly; beyond
+# this many it ranks without the index (exact over every vector) until the next write.
+LAG_MAX = 5000
+# A passage row's key in `rowids`: its drawer's rowid, with the passage's number + 1 in the
+# bits from PASSAGE_SHIFT up (a drawer's own row has none there), so a search rescores exactly
+# the passage it found, and the drawer's rows are found by `key & DRAWER_BITS`.
+PASSAGE_SHIFT = 40
+DRAWER_BITS = (1 << PASSAGE_SHIFT) - 1
+_PASSAGE_KEY = f"(p.drawer | ((p.n + 1) << {PASSAGE_SHIFT}))"
 # The sign-code first stage (module docstring): used from ANN_MIN_ROWS candidate rows on (below
 # that, scoring every row's int8 codes is as fast); keeps the POOL_SHARE of them nearest by
 # Hamming distance, at least POOL_MIN, for int8 scoring. Chosen by benchmarks/ann_index.py.
@@ -70,22 +89,6 @@ POOL_MIN = 20_000
 # "0" turns the index off (search reads every catalogue vector, as before it existed): for
 # benchmarks/scale.py to compare both paths in one run, and as an escape hatch.
 SWITCH_ENV = "MEMPALACE_VECTOR_INDEX"
-
-_LOG_SCHEMA = """
-CREATE TABLE IF NOT EXISTS vector_log (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, row INTEGER NOT NULL
-);
-CREATE TRIGGER IF NOT EXISTS vector_log_ai AFTER INSERT ON drawers BEGIN
-    INSERT INTO vector_log(row) VALUES (new.rowid);
-END;
-CREATE TRIGGER IF NOT EXISTS vector_log_ad AFTER DELETE ON drawers BEGIN
-    INSERT INTO vector_log(row) VALUES (old.rowid);
-END;
-CREATE TRIGGER IF NOT EXISTS vector_log_au AFTER UPDATE OF embedding, wing, room ON drawers BEGIN
-    INSERT INTO vector_log(row) VALUES (old.rowid);
-    INSERT INTO vector_log(row) VALUES (new.rowid);
-END;
-"""
 
 
 @dataclass
@@ -101,6 +104,8 @@ class Header:
     # A random name for this build: an index rebuilt from nothing restarts at epoch 0, so a
     # long-lived process tells builds apart by this, not by the epoch.
     built: str = ""
+    # Rows written for passages (tombstones included): when 0, every row is its own drawer.
+    passages: int = 0
 
     def to_json(self) -> str:
         return json.dumps({"format": FORMAT, **self.__dict__}, ensure_ascii=False)
@@ -131,17 +136,35 @@ class VectorIndex:
 
     # -- public ------------------------------------------------------------------------------
     def nearest(
-        self, query_vec: Any, depth: int, wing: str | None = None, room: str | None = None
+        self,
+        query_vec: Any,
+        depth: int,
+        wing: str | None = None,
+        room: str | None = None,
+        upkeep: bool = True,
     ) -> list[tuple[str, float]] | None:
         """The `depth` nearest drawers in wing/room as [(id, cosine distance)], best first;
         None when the index can't be used here (read-only palace, rows without vectors): the
-        caller ranks another way."""
+        caller ranks another way.
+
+        With `upkeep` (the default, for a caller that may write), the index is first brought
+        up to the catalogue's last change (`current`). Without it (a search: the hot read path
+        writes nothing), the index is read as it is: the rows the catalogue changed since its
+        last update are scored exactly from the catalogue instead (read in the caller's
+        snapshot), and None is returned when there is no index or it is too far behind."""
         import numpy as np
 
         if os.environ.get(SWITCH_ENV, "1") == "0":
             return None
+        touched: list[int] = []
         try:
-            header = self.current()
+            if upkeep:
+                header = self.current()
+            else:
+                position = self._read_position()
+                header = self._read_header() if position is not None else None
+                if header is None or position is None or header.token != position[0]:
+                    return None
         except (OSError, sqlite3.Error):
             return None
         if header is None:
@@ -150,34 +173,112 @@ class VectorIndex:
         if header.dim and q.shape[0] != header.dim:
             return None  # a query from another model than the palace's vectors: not ours
         q = q / max(float(np.linalg.norm(q)), 1e-12)
-        with self._locked(fcntl.LOCK_SH):
-            header = self._read_header() or header
-            scores, rowids = self._approx_scores(header, q, wing, room)
+        try:
+            with self._locked(fcntl.LOCK_SH):
+                header = self._read_header() or header
+                if not upkeep:
+                    lag = self._rows_changed_since(header)
+                    if lag is None:
+                        return None
+                    touched = lag
+                scores, rowids = self._approx_scores(header, q, wing, room)
+        except (OSError, sqlite3.Error):
+            if upkeep:
+                raise
+            return None
         if scores is None or not len(scores):
-            return []
-        pool = min(len(scores), max(depth * RESCORE_FACTOR, MIN_RESCORE))
-        best = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else None
-        best = best if best is not None else np.arange(len(scores))
-        best = best[np.isfinite(scores[best])]
-        exact = self.exact_distances(q, [int(r) for r in rowids[best]])
-        ranked = sorted(exact, key=lambda x: (x[1], x[0]))
+            scores, rowids = np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+        if touched:  # their index entries may be stale: scored exactly below instead
+            stale = np.isin(rowids & DRAWER_BITS, np.asarray(touched, dtype=np.int64))
+            scores = np.where(stale, -np.inf, scores)
+        exact: list[tuple[str, float]] = []
+        if len(scores):
+            pool = min(len(scores), max(depth * RESCORE_FACTOR, MIN_RESCORE))
+            best = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else None
+            best = best if best is not None else np.arange(len(scores))
+            best = best[np.isfinite(scores[best])]
+            if header.passages:  # a drawer's passages carry its rowid: keep distinct drawers
+                best = _distinct_pool(scores, rowids, best, pool, np)
+            keys = rowids[best]
+            drawers = [int(r) for r in np.unique(keys & DRAWER_BITS)]
+            exact = self.exact_distances(q, drawers, passages=False)
+            if header.passages:  # the best passage rows of the leading drawers, exactly
+                lead = keys[: 2 * depth]  # best first (_distinct_pool): one row per drawer
+                exact = self._with_passages(q, exact, [int(k) for k in lead if k > DRAWER_BITS])
+        if touched:
+            exact += self.exact_distances(q, touched, wing=wing, room=room)
+        ranked = sorted(dict(exact).items(), key=lambda x: (x[1], x[0]))
         return ranked[:depth]
 
-    def exact_distances(
-        self, q: Any, keys: list[Any], column: str = "rowid"
+    def _with_passages(
+        self, q: Any, exact: list[tuple[str, float]], keys: list[int]
     ) -> list[tuple[str, float]]:
-        """Exact cosine distances of `q` (unit) to the catalogue rows whose `column` (rowid
-        or id) is in `keys`, read from their float32 vectors."""
+        """`exact` (id, distance) with each drawer's distance lowered to that of its passage
+        among `keys` (passage rows' index keys) where closer, read exactly."""
         import numpy as np
 
+        best = dict(exact)
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            pairs = [v for k in part for v in (k & DRAWER_BITS, (k >> PASSAGE_SHIFT) - 1)]
+            try:
+                rows = self.conn.execute(  # one index lookup per (drawer, passage number)
+                    f"WITH k(a, b) AS (VALUES {','.join(['(?, ?)'] * len(part))}) "
+                    "SELECT d.id, p.embedding FROM k JOIN passages p "
+                    "ON p.drawer = k.a AND p.n = k.b JOIN drawers d ON d.rowid = p.drawer",
+                    pairs,
+                ).fetchall()
+            except sqlite3.OperationalError:  # a catalogue without passages: own vectors only
+                return exact
+            if not rows:
+                continue
+            mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+            mat = mat.reshape(len(rows), -1)
+            if mat.shape[1] != len(q):
+                continue
+            sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
+            for (drawer_id, _), sim in zip(rows, sims.tolist(), strict=True):
+                if drawer_id in best:
+                    best[drawer_id] = min(best[drawer_id], 1.0 - sim)
+        return list(best.items())
+
+    def _rows_changed_since(self, header: Header) -> list[int] | None:
+        """The catalogue rows the change log names after the index's last update (read only,
+        in the caller's snapshot); None when there are more than LAG_MAX."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT row FROM vector_log WHERE seq > ? LIMIT ?", (header.seq, LAG_MAX + 1)
+        ).fetchall()
+        if len(rows) > LAG_MAX:
+            return None
+        return sorted(r[0] for r in rows)
+
+    def exact_distances(
+        self,
+        q: Any,
+        keys: list[Any],
+        column: str = "rowid",
+        wing: str | None = None,
+        room: str | None = None,
+        passages: bool = True,
+    ) -> list[tuple[str, float]]:
+        """Exact cosine distances of `q` (unit) to the catalogue rows whose `column` (rowid
+        or id) is in `keys` (and in wing/room, when given), read from their float32
+        vectors; a long drawer's is that of its closest passage when closer
+        (passage_vectors.py; `passages=False`: the caller knows there are none)."""
+        import numpy as np
+
+        place = "".join(
+            f" AND {name} = ?" for name, v in (("wing", wing), ("room", room)) if v is not None
+        )
+        values = [v for v in (wing, room) if v is not None]
         out: list[tuple[str, float]] = []
         for start in range(0, len(keys), 500):
             part = keys[start : start + 500]
             marks = ",".join("?" * len(part))
             rows = self.conn.execute(
-                f"SELECT id, embedding FROM drawers WHERE {column} IN ({marks}) "
-                "AND embedding IS NOT NULL",
-                part,
+                f"SELECT id, embedding, rowid FROM drawers WHERE {column} IN ({marks}) "
+                f"AND embedding IS NOT NULL{place}",
+                [*part, *values],
             ).fetchall()
             if not rows:
                 continue
@@ -185,45 +286,56 @@ class VectorIndex:
                 len(rows), -1
             )
             sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
+            if passages:
+                closest_passages(self.conn, [r[2] for r in rows], sims, q, np)
             out.extend((r[0], float(1.0 - s)) for r, s in zip(rows, sims.tolist(), strict=True))
         return out
 
     def current(self) -> Header | None:
         """The header, brought up to the catalogue's last change first (building the index
-        when there is none or it names another catalogue)."""
-        token, last = self._log_position()
+        when there is none or it names another catalogue): the upkeep a writer does after its
+        write (PalaceCore.keep_vector_index), never a search."""
+        token, last = self.log_position()
         header = self._read_header()
         if header is not None and header.token == token and header.seq == last:
             return header
         with self._locked(fcntl.LOCK_EX):
             header = self._read_header()
-            token, last = self._log_position()
+            token, last = self.log_position()
             if header is None or header.token != token:
                 return self._build(token)
             if header.seq == last:
                 return header
             return self._apply(header)
 
+    def _lacks_passages(self, header: Header, appending: int) -> bool:
+        """An index without passage rows for a catalogue holding more passages than the
+        `appending` ones (an older version rebuilt it without them): built again. Read in
+        the caller's snapshot."""
+        if header.passages:
+            return False
+        try:
+            held = self.conn.execute("SELECT count(*) FROM passages").fetchone()[0]
+        except sqlite3.OperationalError:  # a read-only catalogue made before passages
+            return False
+        return held > appending
+
     # -- bringing it up to date ---------------------------------------------------------------
     def log_position(self) -> tuple[str, int]:
-        """(catalogue token, last change-log sequence number), creating the log if needed."""
-        return self._log_position()
+        """(catalogue token, last change-log sequence number), creating the log if needed
+        (a catalogue made before it)."""
+        position = self._read_position()
+        if position is None:
+            ensure_vector_log(self.conn)
+            position = self._read_position()
+            assert position is not None
+        return position
 
-    def _log_position(self) -> tuple[str, int]:
-        """(catalogue token, last log sequence number), creating the log on first use."""
+    def _read_position(self) -> tuple[str, int] | None:
+        """(catalogue token, last log sequence number), read only; None without a log."""
+        if not has_vector_log(self.conn):
+            return None
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (TOKEN_META,)).fetchone()
-        has_log = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'vector_log_au'"
-        ).fetchone()
-        if row is None or has_log is None:
-            self.conn.commit()
-            self.conn.executescript(
-                "BEGIN IMMEDIATE;" + _LOG_SCHEMA + f"INSERT OR IGNORE INTO meta(key, value) VALUES "
-                f"('{TOKEN_META}', '{secrets.token_hex(8)}');COMMIT;"
-            )
-            row = self.conn.execute(
-                "SELECT value FROM meta WHERE key = ?", (TOKEN_META,)
-            ).fetchone()
         last = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0]
         return row[0], int(last)
 
@@ -253,6 +365,11 @@ class VectorIndex:
                     if not _one_dimension(rows, header.dim):
                         return None  # vectors of two models (mid-switch): not ours to rank
                     self._write_rows(header, files, rows, groups, np)
+                # A long drawer's passages: rows of their own, carrying the drawer's rowid.
+                for rows in _passage_rows(self.conn, None):
+                    if not _one_dimension(rows, header.dim):
+                        return None
+                    self._write_rows(header, files, rows, groups, np, passages=True)
         finally:
             for f in files.values():
                 f.close()
@@ -272,6 +389,7 @@ class VectorIndex:
         import numpy as np
 
         groups = {(g[0], g[1]): i for i, g in enumerate(header.groups)}
+        parts: list[Any] = []  # the touched drawers' passage rows
         with _snapshot(self.conn):
             last = int(
                 self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0]
@@ -298,16 +416,20 @@ class VectorIndex:
                             part,
                         ).fetchall()
                     )
+                parts = [r for rows in _passage_rows(self.conn, touched) for r in rows]
+                if self._lacks_passages(header, len(parts)):
+                    fresh = None
         if fresh is None or any(r[3] is None for r in fresh):
             return self._build(header.token)
-        if header.dim and not _one_dimension(fresh, header.dim):
+        if header.dim and not _one_dimension(fresh + parts, header.dim):
             # The palace switched models (`reembed`): vectors of another dimension can't be
             # appended to these codes, so the index is built again from the new vectors.
             return self._build(header.token)
         if header.n:
             ids = np.memmap(self._part("rowids", header.epoch), dtype="i8", mode="r+")
             view = ids[: header.n]
-            gone = np.nonzero(np.isin(view, np.asarray(touched, dtype=np.int64)))[0]
+            gone = np.isin(view & DRAWER_BITS, np.asarray(touched, dtype=np.int64))
+            gone = np.nonzero(gone & (view >= 0))[0]
             view[gone] = -1
             ids.flush()
             header.live -= len(gone)
@@ -318,6 +440,7 @@ class VectorIndex:
                 f.seek(header.n * self._row_bytes(p, header))
                 f.truncate()
             self._write_rows(header, files, fresh, groups, np)
+            self._write_rows(header, files, parts, groups, np, passages=True)
         finally:
             for f in files.values():
                 f.close()
@@ -329,9 +452,15 @@ class VectorIndex:
         self._trim_log(last)
         return header
 
-    def _write_rows(self, header: Header, files: dict, rows: list, groups: dict, np: Any) -> None:
+    def _write_rows(
+        self, header: Header, files: dict, rows: list, groups: dict, np: Any, passages: bool = False
+    ) -> None:
+        """Append `rows` (rowid, wing, room, float32 vector bytes): drawers, or with `passages`
+        a drawer's passages (each row carries its drawer's rowid)."""
         if not rows:
             return
+        if passages:
+            header.passages += len(rows)
         mat = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         if header.dim == 0:
             header.dim = mat.shape[1]
@@ -573,8 +702,70 @@ class VectorIndex:
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
-    def disk_bytes(self) -> int:
-        return sum(p.stat().st_size for p in self.dir.glob("*") if p.is_file())
+
+def closest_passages(conn: sqlite3.Connection, rowids: list[int], sims: Any, q: Any, np: Any):
+    """Raise each drawer's cosine in `sims` (aligned with `rowids`) to its closest passage's
+    where that is higher (`q` unit). Drawers without passages are left as they are."""
+    marks = ",".join("?" * len(rowids))
+    try:
+        found = conn.execute(
+            f"SELECT drawer, embedding FROM passages WHERE drawer IN ({marks})", rowids
+        ).fetchall()
+    except sqlite3.OperationalError:  # a read-only catalogue made before passages
+        return
+    if not found:
+        return
+    mat = np.frombuffer(b"".join(r[1] for r in found), dtype=np.float32).reshape(len(found), -1)
+    if mat.shape[1] != len(q):
+        return  # another model's passages (never kept past a reembed): not comparable
+    psims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
+    at = {r: i for i, r in enumerate(rowids)}
+    np.maximum.at(sims, np.asarray([at[r[0]] for r in found]), psims.astype(sims.dtype))
+
+
+def _passage_rows(conn: sqlite3.Connection, rowids: list[int] | None) -> Iterator[list[Any]]:
+    """The passage rows (drawer rowid, wing, room, vector) of the drawers `rowids` (every
+    drawer's when None), in batches; none when the catalogue has no passages table."""
+    try:
+        if rowids is None:
+            cur = conn.execute(
+                f"SELECT {_PASSAGE_KEY}, d.wing, d.room, p.embedding FROM passages p "
+                "JOIN drawers d ON d.rowid = p.drawer ORDER BY p.drawer, p.n"
+            )
+            while rows := cur.fetchmany(FETCH_ROWS):
+                yield rows
+            return
+        for start in range(0, len(rowids), 500):
+            part = rowids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = conn.execute(
+                f"SELECT {_PASSAGE_KEY}, d.wing, d.room, p.embedding FROM passages p "
+                f"JOIN drawers d ON d.rowid = p.drawer WHERE p.drawer IN ({marks}) "
+                "ORDER BY p.drawer, p.n",
+                part,
+            ).fetchall()
+            if rows:
+                yield rows
+    except sqlite3.OperationalError:  # a read-only catalogue made before passages
+        return
+
+
+def _distinct_pool(scores: Any, rowids: Any, best: Any, pool: int, np: Any) -> Any:
+    """Positions of at least `pool` distinct drawers (or all there are) among the best-scored
+    rows, one position per drawer (its best row: the drawer's own or a passage's): `best`
+    widened until they are found."""
+    finite = int(np.count_nonzero(np.isfinite(scores)))
+    size = len(best)
+    while True:
+        order = best[np.argsort(-scores[best], kind="stable")]
+        _, first = np.unique(rowids[order] & DRAWER_BITS, return_index=True)
+        if len(first) >= pool or size >= finite:
+            return order[np.sort(first)[:pool]]  # the `pool` best drawers, best first
+        size = min(finite, size * 4)
+        best = np.argpartition(-scores, size - 1)[:size] if size < len(scores) else np.arange(
+            len(scores)
+        )
+        best = best[np.isfinite(scores[best])]
 
 
 def _sign_codes(unit: Any, sign_bytes: int, np: Any) -> Any:

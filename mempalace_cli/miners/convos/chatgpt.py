@@ -11,18 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.miners.convos.jsonstream import iter_json_array
-from mempalace_cli.miners.convos.model import (
-    ASSISTANT,
-    USER,
-    Exchange,
-    Problem,
-    Turn,
-    iso_time,
-    pair_turns,
-)
+from mempalace_cli.miners.convos.jsonstream import each_conversation
+from mempalace_cli.miners.convos.model import ASSISTANT, USER, Problem, Turn, iso_time, pair_turns
+
+if TYPE_CHECKING:
+    from mempalace_cli.miners.convos.model import Exchange
 
 FORMAT = "chatgpt"
 # Content types that are the model's private reasoning or the app's own context, not words
@@ -106,11 +101,7 @@ def _message_turn(message: dict[str, Any]) -> Turn | None:
     )
 
 
-def parse_conversation(conv: Any, position: int) -> Iterator[Exchange | Problem]:
-    where = f"conversation [{position}]"
-    if not isinstance(conv, dict):
-        yield Problem(where, "not a JSON object")
-        return
+def parse_conversation(conv: dict[str, Any], where: str) -> Iterator[Exchange | Problem]:
     mapping = conv.get("mapping")
     if not isinstance(mapping, dict):
         yield Problem(f"{where} key 'mapping'", "missing or not an object")
@@ -128,5 +119,4 @@ def parse_conversation(conv: Any, position: int) -> Iterator[Exchange | Problem]
 
 
 def parse(path: Path) -> Iterator[Exchange | Problem]:
-    for position, conv in enumerate(iter_json_array(path)):
-        yield from parse_conversation(conv, position)
+    return each_conversation(path, parse_conversation)

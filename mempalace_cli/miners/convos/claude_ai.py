@@ -9,20 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.miners.convos.claude_code import tool_marker
-from mempalace_cli.miners.convos.jsonstream import iter_json_array
-from mempalace_cli.miners.convos.model import (
-    ASSISTANT,
-    USER,
-    Exchange,
-    Problem,
-    Turn,
-    first_line_title,
-    iso_time,
-    pair_turns,
-)
+from mempalace_cli.miners.convos.jsonstream import each_conversation
+from mempalace_cli.miners.convos.model import ASSISTANT, USER, Problem, Turn, iso_time, pair_turns
+
+if TYPE_CHECKING:
+    from mempalace_cli.miners.convos.model import Exchange
 
 FORMAT = "claude_ai"
 
@@ -52,11 +46,7 @@ def _message_text(msg: dict[str, Any]) -> str:
     return "\n\n".join(p for p in pieces if p)
 
 
-def parse_conversation(conv: Any, position: int) -> Iterator[Exchange | Problem]:
-    where = f"conversation [{position}]"
-    if not isinstance(conv, dict):
-        yield Problem(where, "not a JSON object")
-        return
+def parse_conversation(conv: dict[str, Any], where: str) -> Iterator[Exchange | Problem]:
     messages = conv.get("chat_messages")
     if not isinstance(messages, list):
         yield Problem(f"{where} key 'chat_messages'", "missing or not a list")
@@ -74,12 +64,9 @@ def parse_conversation(conv: Any, position: int) -> Iterator[Exchange | Problem]
         role = USER if sender == "human" else ASSISTANT
         text = _message_text(msg)
         turns.append(Turn(role, sender, text, iso_time(msg.get("created_at"))))
-    title = str(conv.get("name") or "").strip() or first_line_title(
-        next((t.text for t in turns if t.role == USER), "")
-    )
+    title = str(conv.get("name") or "").strip() or None
     yield from pair_turns(turns, FORMAT, conv_id, title)
 
 
 def parse(path: Path) -> Iterator[Exchange | Problem]:
-    for position, conv in enumerate(iter_json_array(path)):
-        yield from parse_conversation(conv, position)
+    return each_conversation(path, parse_conversation)

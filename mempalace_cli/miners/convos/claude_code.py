@@ -13,19 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.miners.convos.jsonstream import iter_jsonl
-from mempalace_cli.miners.convos.model import (
-    ASSISTANT,
-    USER,
-    Exchange,
-    Problem,
-    Turn,
-    first_line_title,
-    iso_time,
-    pair_turns,
-)
+from mempalace_cli.miners.convos.model import ASSISTANT, USER, Problem, Turn, iso_time, pair_turns
+
+if TYPE_CHECKING:
+    from mempalace_cli.miners.convos.model import Exchange
 
 FORMAT = "claude_code"
 
@@ -135,6 +129,4 @@ def parse(path: Path) -> Iterator[Exchange | Problem]:
         turns.append(Turn(role, role, text, iso_time(rec.get("timestamp"))))
     if not session_id:
         session_id = path.stem
-    first_user = next((t.text for t in turns if t.role == USER), "")
-    title = summary or first_line_title(first_user)
-    yield from pair_turns(turns, FORMAT, session_id, title)
+    yield from pair_turns(turns, FORMAT, session_id, summary or None)

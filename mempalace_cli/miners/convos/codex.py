@@ -16,20 +16,14 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.miners.convos.claude_code import MARKER_CHARS
 from mempalace_cli.miners.convos.jsonstream import iter_jsonl
-from mempalace_cli.miners.convos.model import (
-    ASSISTANT,
-    USER,
-    Exchange,
-    Problem,
-    Turn,
-    first_line_title,
-    iso_time,
-    pair_turns,
-)
+from mempalace_cli.miners.convos.model import ASSISTANT, USER, Problem, Turn, iso_time, pair_turns
+
+if TYPE_CHECKING:
+    from mempalace_cli.miners.convos.model import Exchange
 
 FORMAT = "codex"
 _ENVELOPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -150,5 +144,4 @@ def parse(path: Path) -> Iterator[Exchange | Problem]:
     turns = items if any(t.role == USER for t in items) else events or items
     if not session_id:
         session_id = path.stem
-    title = first_line_title(next((t.text for t in turns if t.role == USER), ""))
-    yield from pair_turns(turns, FORMAT, session_id, title)
+    yield from pair_turns(turns, FORMAT, session_id)

@@ -9,11 +9,11 @@ Errors carry the line and column where parsing failed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.miners.convos.model import ParseError
+from mempalace_cli.miners.convos.model import Exchange, ParseError, Problem
 
 READ_CHARS = 1 << 20  # 1 Mi characters per read
 # Python's JSON decoder recurses once per nesting level; past the interpreter's limit it raises
@@ -108,6 +108,20 @@ def iter_json_array(path: Path) -> Iterator[Any]:
             raise ParseError(buf.where(), "unexpected text after the array")
     finally:
         buf.close()
+
+
+def each_conversation(
+    path: Path, parse_one: Callable[[dict[str, Any], str], Iterator[Exchange | Problem]]
+) -> Iterator[Exchange | Problem]:
+    """An export that is one JSON array of conversations (ChatGPT's, Claude.ai's), parsed one
+    conversation at a time by `parse_one(conversation, where)`; an element that is not an
+    object is a Problem, and the rest of the file is still read."""
+    for position, conv in enumerate(iter_json_array(path)):
+        where = f"conversation [{position}]"
+        if isinstance(conv, dict):
+            yield from parse_one(conv, where)
+        else:
+            yield Problem(where, "not a JSON object")
 
 
 def _decode_one(buf: _Buffer) -> Any:

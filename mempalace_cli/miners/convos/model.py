@@ -89,12 +89,22 @@ def first_line_title(text: str, width: int = 80) -> str:
     return ""
 
 
+def first_user_line(turns: Iterable[Turn]) -> str:
+    """The title of a conversation the export leaves untitled: its first user turn's first
+    line (`first_line_title`)."""
+    return first_line_title(next((t.text for t in turns if t.role == USER), ""))
+
+
 def pair_turns(
-    turns: Iterable[Turn], fmt: str, conversation_id: str, title: str
+    turns: Iterable[Turn], fmt: str, conversation_id: str, title: str | None = None
 ) -> Iterator[Exchange]:
     """Group turns into exchanges: consecutive turns of one side join (blank line between),
     and each user turn with the replies that follow it makes one exchange. Replies before any
-    user turn form an exchange with an empty user side, so no words are lost."""
+    user turn form an exchange with an empty user side, so no words are lost. A conversation
+    the export leaves untitled (`title` None) is titled by `first_user_line`."""
+    turns = list(turns)
+    if title is None:
+        title = first_user_line(turns)
     user: list[Turn] = []
     reply: list[Turn] = []
     index = 0

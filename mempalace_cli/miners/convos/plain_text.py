@@ -24,7 +24,7 @@ from mempalace_cli.miners.convos.model import (
     ParseError,
     Problem,
     Turn,
-    first_line_title,
+    first_user_line,
     pair_turns,
 )
 from mempalace_cli.miners.project import FileText, read_text_file
@@ -53,7 +53,7 @@ _PREFIX = re.compile(
 _QUOTE = re.compile(r"^>[ \t]?(?P<rest>.*)$")
 
 
-def _mode(lines: list[str]) -> str | None:
+def transcript_mode(lines: list[str]) -> str | None:
     """'prefix', 'quote', or None when the text is not a transcript."""
     sides = set()
     quoted = other = 0
@@ -73,13 +73,13 @@ def _mode(lines: list[str]) -> str | None:
 
 
 def looks_like(head: str) -> bool:
-    return _mode(head.splitlines()[:2000]) is not None
+    return transcript_mode(head.splitlines()[:2000]) is not None
 
 
 def turns_of(text: str) -> tuple[list[Turn], str]:
     """(turns, title) for a transcript's text."""
     lines = text.splitlines()
-    mode = _mode(lines)
+    mode = transcript_mode(lines)
     if mode is None:
         raise ParseError("line 1", "no 'User:'/'Assistant:' speaker lines or '>' user turns")
     title = ""
@@ -118,7 +118,7 @@ def turns_of(text: str) -> tuple[list[Turn], str]:
         body.append(line)
     close()
     if not title:
-        title = first_line_title(next((t.text for t in turns if t.role == USER), ""))
+        title = first_user_line(turns)
     return turns, title
 
 

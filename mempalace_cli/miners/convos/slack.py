@@ -17,18 +17,13 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.miners.convos.jsonstream import iter_json_array
-from mempalace_cli.miners.convos.model import (
-    ASSISTANT,
-    USER,
-    Exchange,
-    Problem,
-    Turn,
-    iso_time,
-    pair_turns,
-)
+from mempalace_cli.miners.convos.model import ASSISTANT, USER, Problem, Turn, iso_time, pair_turns
+
+if TYPE_CHECKING:
+    from mempalace_cli.miners.convos.model import Exchange
 
 FORMAT = "slack"
 # Files at the export root that describe the workspace rather than hold messages.

@@ -21,10 +21,11 @@ This module never imports chromadb itself: the store does, on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from mempalace_cli.service.core import PalaceCore
+from mempalace_cli.storage.catalog import Catalog
+from mempalace_cli.storage.server_ledger import ALL, CHANGE_MARGIN_US, CHANGE_PREFIX, now_us
+from mempalace_cli.storage.store import DrawerStore
 
 SERVER_TOKEN = "server_token"  # catalogue meta: the ledger token the catalogue mirrors
 NO_TOKEN = "-"  # recorded when the server has no ledger yet (a palace only MemPalace wrote)
@@ -38,23 +39,24 @@ CREATE TABLE IF NOT EXISTS server_changes (id TEXT PRIMARY KEY, at_us INTEGER NO
 
 
 class TeamLog:
-    def __init__(self, core: PalaceCore) -> None:
-        self.core = core
+    """The team's change log as one palace's catalogue uses it (see the module docstring)."""
+
+    def __init__(self, catalog: Catalog, store: DrawerStore) -> None:
+        self.catalog = catalog
+        self.store = store
 
     def _token(self) -> str:
-        return self.core.store.ledger.token() or NO_TOKEN
+        return self.store.ledger.token() or NO_TOKEN
 
     def token_current(self) -> bool:
         """No writer of this tool wrote since the catalogue last mirrored the server."""
-        return self.core.catalog.get_meta(SERVER_TOKEN) == self._token()
+        return self.catalog.get_meta(SERVER_TOKEN) == self._token()
 
     # -- catching up (consistency.py calls these under the palace lock) -------------------------
     def catch_up(self, consistency: Any) -> Any | None:
         """Apply the drawers the change log names since our last look; the Repair, or None
         when the log can't explain the server's state (then everything is reconciled)."""
-        from mempalace_cli.storage.server_ledger import ALL, CHANGE_MARGIN_US, CHANGE_PREFIX, now_us
-
-        catalog, ledger = self.core.catalog, self.core.store.ledger
+        catalog, ledger = self.catalog, self.store.ledger
         token = self._token()
         if catalog.get_meta(SERVER_TOKEN) == token:
             return None  # no teammate wrote: the probe saw a foreign writer, reconcile
@@ -78,24 +80,20 @@ class TeamLog:
     def begin_full(self) -> tuple[str, list[Any]]:
         """Before a full reconcile: the token and recent change records, read first (a write
         that lands during the reconcile changes the token again afterwards)."""
-        from mempalace_cli.storage.server_ledger import CHANGE_MARGIN_US, now_us
-
-        changes = self.core.store.ledger.changes_since(now_us() - CHANGE_MARGIN_US)
+        changes = self.store.ledger.changes_since(now_us() - CHANGE_MARGIN_US)
         return self._token(), changes
 
     def end_full(self, began: tuple[str, list[Any]] | None) -> None:
-        from mempalace_cli.storage.server_ledger import now_us
-
         if began is None:
             return
         token, changes = began
-        self.core.catalog.conn.executescript(_CHANGES_TABLE)
-        with self.core.catalog.transaction() as conn:
+        self.catalog.conn.executescript(_CHANGES_TABLE)
+        with self.catalog.transaction() as conn:
             conn.execute("DELETE FROM server_changes")
         self._record(token, changes, floor=now_us())
 
     def _record(self, token: str, changes: list[Any], floor: int = 0) -> None:
-        catalog = self.core.catalog
+        catalog = self.catalog
         catalog.conn.executescript(_CHANGES_TABLE)
         with catalog.transaction() as conn:
             conn.executemany(
@@ -107,10 +105,10 @@ class TeamLog:
             catalog.set_meta(conn, SERVER_TOKEN, token)
             # Records older than the log keeps are never looked at again.
             conn.execute("DELETE FROM server_changes WHERE at_us < ?", (mark - RETENTION_SAFE_US,))
-        self.core.store.ledger.steps.clear()
+        self.store.ledger.steps.clear()
 
     def _applied(self, ids: list[str]) -> set[str]:
-        conn = self.core.catalog.conn
+        conn = self.catalog.conn
         conn.executescript(_CHANGES_TABLE)
         out: set[str] = set()
         for start in range(0, len(ids), 500):
@@ -126,7 +124,7 @@ class TeamLog:
         """After our own write (lock held, catalogue updated): if the token moved only through
         our writes since the catalogue last mirrored the server, the catalogue mirrors it still;
         record the new token (and our change records) and spare the next command a repair."""
-        ledger, catalog = self.core.store.ledger, self.core.catalog
+        ledger, catalog = self.store.ledger, self.catalog
         steps, ledger.steps = ledger.steps, []
         if not steps:
             return
