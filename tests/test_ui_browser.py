@@ -202,7 +202,8 @@ def test_forget_a_drawer_with_confirmation(browser: webdriver.Chrome, rw: Any, p
     browser.find_element(By.ID, "confirm-no").click()  # cancelled: back, nothing changed
     assert duplicate in _text(browser, "#drawer-title")
     browser.find_element(By.ID, "forget-button").click()
-    browser.find_element(By.ID, "confirm-yes").click()
+    # The confirmation page replaces the drawer's when it has loaded (a loaded machine: later).
+    _wait(browser, ec.element_to_be_clickable((By.ID, "confirm-yes"))).click()
     assert "Drawers forgotten: 1." in _text(browser, "#done-message")
     browser.get(f"{rw.url}drawer/{duplicate}")
     assert "No drawer with id" in _text(browser, "#error-message")

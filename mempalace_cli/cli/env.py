@@ -14,7 +14,6 @@ Output rules, kept here for every command:
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import string
 import sys
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from mempalace_cli.common import errors
+from mempalace_cli.common.serialize import to_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -155,7 +155,7 @@ def show_core_notes() -> None:
 
 def print_json(data: Any) -> None:
     """One JSON document on stdout, nothing else."""
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.write(to_json(data, indent=2) + "\n")
     sys.stdout.flush()
 
 

@@ -11,7 +11,6 @@ the adapter.
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import sys
 import threading
@@ -26,6 +25,7 @@ from mempalace_cli.common.errors import (
     MemPalaceError,
     failure_of,
 )
+from mempalace_cli.common.serialize import to_json
 from mempalace_cli.mcp.options import ServeOptions
 from mempalace_cli.mcp.spec import ToolSpec, bind_arguments
 from mempalace_cli.mcp.tools import TOOLS, TOOLS_BY_NAME
@@ -367,7 +367,7 @@ def _server_class() -> type[MCPServer]:
                 caller,
                 abandon_on_cancel=spec.own_lane,  # a shutdown need not wait out an event_wait
             )
-            text = json.dumps(result, ensure_ascii=False, default=str)
+            text = to_json(result)
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=text)], structured_content=result
             )

@@ -16,7 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from types import NoneType, UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    Required,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.mcp.options import ServeOptions
@@ -24,6 +37,7 @@ from mempalace_cli.mcp.policy import (
     MAX_BULK_DELETE,
 )
 from mempalace_cli.service.drawers import MAX_DRAWER_CHARS
+from mempalace_cli.service.results import IgnoredArguments
 from mempalace_cli.service.searching import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
@@ -166,12 +180,6 @@ class ToolSpec:
         return names + [a.name for a in self.args if a.ignored]
 
 
-IGNORED_OUT = {
-    "type": "object",
-    "additionalProperties": {"type": "string"},
-    "description": "MemPalace arguments this call passed that this server accepts but does "
-    "not act on, each with why. Absent when there are none.",
-}
 
 
 def _reporting_ignored(call: Call, ignored: dict[str, Arg]) -> Call:
@@ -322,19 +330,71 @@ def string_arg(name: str, description: str, required: bool = False, **kw: Any) -
     return Arg(name, "string", description, required=required, **kw)
 
 
-def output_schema(required: tuple[str, ...] = (), **props: Any) -> dict[str, Any]:
-    """An object schema: each property a JSON type name or a list of them ("?" suffix = null
-    allowed). Extra fields are allowed, so a client can rely on the listed ones."""
-    properties: dict[str, Any] = {}
-    for key, kind in props.items():
-        if isinstance(kind, dict):
-            properties[key] = kind
-            continue
-        nullable = kind.endswith("?")
-        kind = kind.rstrip("?")
-        properties[key] = {"type": [kind, "null"] if nullable else kind}
-    return {"type": "object", "properties": properties, "required": list(required)}
+_JSON_TYPES: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+}
 
+
+def schema_of(kind: Any) -> dict[str, Any]:
+    """The JSON schema of a result type (service/results.py), in the shape `output_schema`
+    writes: a TypedDict is an object listing its keys (those not `NotRequired` are
+    required; extra fields allowed); `X | None` allows null; `list[X]` gives items unless X is
+    Any; `dict[str, X]` gives additionalProperties unless X is Any; `Literal[...]` an enum; the
+    text in `Annotated[X, "..."]` is the field's description."""
+    description = None
+    if get_origin(kind) in (NotRequired, Required):
+        kind = get_args(kind)[0]
+    if get_origin(kind) is Annotated:
+        kind, *extra = get_args(kind)
+        description = next((e for e in extra if isinstance(e, str)), None)
+    nullable = False
+    if get_origin(kind) in (Union, UnionType):
+        members = [m for m in get_args(kind) if m is not NoneType]
+        nullable = len(members) < len(get_args(kind))
+        if len(members) != 1:
+            raise TypeError(f"no JSON schema for the union {kind!r}")
+        kind = members[0]
+    schema = _bare_schema_of(kind)
+    if nullable:
+        schema["type"] = [schema["type"], "null"]
+    if description is not None:
+        schema["description"] = description
+    return schema
+
+
+def _bare_schema_of(kind: Any) -> dict[str, Any]:
+    if is_typeddict(kind):
+        hints = get_type_hints(kind, include_extras=True)
+        required = kind.__required_keys__
+        return {
+            "type": "object",
+            "properties": {name: schema_of(hint) for name, hint in hints.items()},
+            "required": [name for name in hints if name in required],
+        }
+    origin, args = get_origin(kind), get_args(kind)
+    if origin is Literal:
+        return {"type": _JSON_TYPES[type(args[0])], "enum": list(args)}
+    if origin is list:
+        schema: dict[str, Any] = {"type": "array"}
+        if args and args[0] is not Any:
+            schema["items"] = schema_of(args[0])
+        return schema
+    if origin is dict:
+        schema = {"type": "object"}
+        if args and args[1] is not Any:
+            schema["additionalProperties"] = schema_of(args[1])
+        return schema
+    if kind in _JSON_TYPES:
+        return {"type": _JSON_TYPES[kind]}
+    raise TypeError(f"no JSON schema for {kind!r}")
+
+
+IGNORED_OUT = schema_of(IgnoredArguments)
 
 WING_FILTER = (
     "Only look in this wing: a name from mempalace_status, given as filed or as it was typed "
@@ -367,81 +427,6 @@ PLACE_FILTERS = (
 )
 DRAWER_ID_ARG = string_arg("drawer_id", DRAWER_ID, required=True)
 
-DRAWER_OUT = output_schema(
-    ("drawer_id", "text", "wing", "room"),
-    drawer_id="string",
-    text="string",
-    wing="string",
-    room="string",
-    source_file="string",
-    filed_at="string",
-    metadata="object",
-)
-# A search hit: a drawer plus why it was found, so an agent can weigh a hit that only the
-# dictionary bridge found (a Chinese question, an English note) before quoting it as proof.
-SEARCH_HIT_OUT = {
-    **DRAWER_OUT,
-    "properties": DRAWER_OUT["properties"]
-    | {
-        "similarity": {
-            "type": ["number", "null"],
-            "description": "Cosine similarity of query and drawer, -1 to 1 (near 0: unrelated); "
-            "for keyword-only hits too. Compare it within one result list.",
-        },
-        "date": {
-            "type": ["string", "null"],
-            "description": "The date of what the drawer records (YYYY-MM-DD, or a UTC time): "
-            "what since/before compare; null when it has none.",
-        },
-        "matched_by": {
-            "type": "array",
-            "items": {"type": "string", "enum": ["vector", "lexical", "translated"]},
-            "description": "Which sides found this drawer: vector (meaning), lexical (the "
-            "query's words), translated (a Chinese query's words translated to English by "
-            "dictionary). A hit found by 'translated' alone is a lead to read, not proof.",
-        },
-        "duplicates": {
-            "type": "integer",
-            "description": "Only on a hit that stands for copies: how many other drawers hold "
-            "the same text (case, spacing and punctuation aside); they are not listed again.",
-        },
-        "duplicate_ids": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "The drawer ids of those copies (with duplicates).",
-        },
-    },
-    "required": ["drawer_id", "text"],
-}
-FACT_OUT = output_schema(
-    ("triple_id", "subject", "predicate", "object"),
-    triple_id="string",
-    subject="string",
-    predicate="string",
-    object="string",
-    valid_from="string?",
-    valid_to="string?",
-    confidence="number",
-    source="string?",
-    source_closet="string?",
-    source_drawer_id="string?",
-    source_file="string?",
-    current="boolean",
-)
-FORGET_OUT = output_schema(
-    ("dry_run", "removed", "matched", "drawers"),
-    dry_run="boolean",
-    removed="integer",
-    matched="integer",
-    drawers={"type": "array", "items": {"type": "object"}},
-    missing={"type": "array", "items": {"type": "string"}},
-    files_forgotten={"type": "array", "items": {"type": "string"}},
-    sources={"type": "array", "items": {"type": "object"}},
-    sources_total="integer",
-    drawers_not_shown="integer",
-    max_per_call="integer",
-    hint="string",
-)
 BULK_DRY_RUN = Arg(
     "dry_run",
     "boolean",
@@ -452,16 +437,4 @@ BULK_RULES = (
     "A dry run unless you pass dry_run: false; the result counts the drawers and names their "
     f"sources. At most {MAX_BULK_DELETE:,} drawers per call: a larger call is refused (narrow "
     "it, or the owner runs `mempalace forget` in a terminal)."
-)
-ADD_OUT = output_schema(
-    ("success",),
-    success="boolean",
-    drawer_id="string",
-    wing="string",
-    room="string",
-    already_stored="boolean",
-    reason="string",
-    matches="array",
-    similar="array",
-    secrets_redacted="integer",
 )

@@ -24,30 +24,26 @@ from mempalace_cli.mcp.policy import (
     check_mine_source,
 )
 from mempalace_cli.mcp.spec import (
-    ADD_OUT,
     BULK_DRY_RUN,
     BULK_RULES,
     DATE,
     DRAWER_ID_ARG,
-    DRAWER_OUT,
     ENTITY,
-    FACT_OUT,
-    FORGET_OUT,
     PATH_CHARS,
     PLACE_FILTERS,
     QUERY_CHARS,
     ROOM_FILE,
-    SEARCH_HIT_OUT,
     SPLIT_HINT,
     TEXT_CHARS,
     WING_FILE,
     Arg,
     ToolSpec,
-    output_schema,
+    schema_of,
     string_arg,
 )
 from mempalace_cli.memory.kg import FactInput
 from mempalace_cli.memory.layers import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET
+from mempalace_cli.service import results
 from mempalace_cli.service.curation import MAX_IDS, MAX_PAGE
 from mempalace_cli.service.diary import MAX_READ
 from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD
@@ -59,7 +55,7 @@ if TYPE_CHECKING:
 
 
 # -- the calls ----------------------------------------------------------------------
-def _status(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _status(p: Palace, a: dict[str, Any]) -> results.StatusResult:
     try:
         st = p.status()
     except NoPalaceError:
@@ -76,7 +72,7 @@ def _status(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _search(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _search(p: Palace, a: dict[str, Any]) -> results.SearchResult:
     result = p.search(
         a["query"],
         wing=a["wing"],
@@ -103,7 +99,7 @@ def _search(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-def _mine(p: Palace, a: dict[str, Any], options: ServeOptions) -> dict[str, Any]:
+def _mine(p: Palace, a: dict[str, Any], options: ServeOptions) -> results.MineResult:
     folder = check_mine_source(a["source"], options)  # only under the owner's mining roots
     mode = a["mode"]
     ignored: dict[str, str] = {}
@@ -136,7 +132,7 @@ def _refuse_moves(move: dict[str, Any]) -> bool:
     )
 
 
-def _delete_by_source(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _delete_by_source(p: Palace, a: dict[str, Any]) -> results.ForgetResult:
     """Never by a root, the home or the working folder; at most MAX_BULK_DELETE drawers; a
     dry run unless dry_run is false. What goes is exactly what the preview matched."""
     source, dry_run = a["source_file"], a["dry_run"] is not False
@@ -149,7 +145,7 @@ def _delete_by_source(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
     return bulk_view(p.forget(drawer_ids=ids, dry_run=False), dry_run=False)
 
 
-def _delete_drawers(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _delete_drawers(p: Palace, a: dict[str, Any]) -> results.ForgetResult:
     dry_run = a["dry_run"] is not False
     if not dry_run:  # the schema's id cap is MAX_IDS; the per-call cap holds whatever it is
         check_bulk_count(len(set(a["drawer_ids"])), "this call")
@@ -239,33 +235,21 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "memory protocol, the AAAK dialect and the embedding model (all-MiniLM-L6-v2 is "
         "English-only). Call this first; use its exact names in filters.",
         _status,
-        output_schema(
-            (),
-            total_drawers="integer",
-            embedding_model="string",
-            wings="object",
-            taxonomy="object",
-            rooms="object",
-            palace_path="string",
-            protocol="string",
-            aaak_dialect="string",
-            error="string",
-            hint="string",
-        ),
+        schema_of(results.StatusResult),
     ),
     ToolSpec(
         "mempalace_list_wings",
         "List wings",
         "Every wing (project, person or agent) with its drawer count.",
         lambda p, a: p.list_wings(),
-        output_schema(("wings",), wings="object"),
+        schema_of(results.ListWingsResult),
     ),
     ToolSpec(
         "mempalace_list_rooms",
         "List rooms",
         "Rooms (topics) with their drawer counts, in one wing or merged across the palace.",
         lambda p, a: p.list_rooms(a["wing"]),
-        output_schema(("rooms",), wing="string?", rooms="object", hint="string"),
+        schema_of(results.ListRoomsResult),
         (string_arg("wing", "List only this wing's rooms; omit for every room in the palace."),),
     ),
     ToolSpec(
@@ -273,7 +257,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Wing/room taxonomy",
         "The full tree: wing -> room -> drawer count.",
         lambda p, a: p.get_taxonomy(),
-        output_schema(("taxonomy",), taxonomy="object"),
+        schema_of(results.GetTaxonomyResult),
     ),
     ToolSpec(
         "mempalace_search",
@@ -284,20 +268,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "(the sides that found it). A filter "
         "that matches nothing returns no results and a hint naming the closest wings or rooms.",
         _search,
-        output_schema(
-            ("query", "filters", "results"),
-            query="string",
-            filters="object",
-            results={"type": "array", "items": SEARCH_HIT_OUT},
-            time={
-                "type": "object",
-                "description": "When the query names a time ('last month', '上个月') and no "
-                "since/before is given: the period read from it (named, since, before, by the "
-                "server's clock) and how many results are dated in it (ranked_first); those "
-                "come first. Pass since/before to keep only them.",
-            },
-            hint="string",
-        ),
+        schema_of(results.SearchResult),
         (
             string_arg(
                 "query",
@@ -340,9 +311,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "at least `threshold` similar with other words (perhaps an older version of the same "
         "fact) are listed under similar: they don't block a write.",
         lambda p, a: p.check_duplicate(a["content"], a["threshold"]),
-        output_schema(
-            ("is_duplicate", "matches"), is_duplicate="boolean", matches="array", similar="array"
-        ),
+        schema_of(results.CheckDuplicateResult),
         (
             string_arg(
                 "content",
@@ -367,14 +336,14 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "AAAK dialect spec",
         "The AAAK dialect: the compressed shorthand used in summaries and diaries.",
         lambda p, a: {"aaak_spec": p.aaak_spec()},
-        output_schema(("aaak_spec",), aaak_spec="string"),
+        schema_of(results.GetAaakSpecResult),
     ),
     ToolSpec(
         "mempalace_get_drawer",
         "Get a drawer",
         "One whole drawer by id: its verbatim text, wing, room, source file and metadata.",
         lambda p, a: p.get_drawer(a["drawer_id"]),
-        DRAWER_OUT,
+        schema_of(results.Drawer),
         (DRAWER_ID_ARG,),
     ),
     ToolSpec(
@@ -382,11 +351,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Get several drawers",
         "Several whole drawers by id, in the order asked; ids not found are listed in missing.",
         lambda p, a: p.get_drawers(a["drawer_ids"]),
-        output_schema(
-            ("drawers", "missing"),
-            drawers={"type": "array", "items": DRAWER_OUT},
-            missing={"type": "array", "items": {"type": "string"}},
-        ),
+        schema_of(results.GetDrawersResult),
         (
             Arg(
                 "drawer_ids",
@@ -405,16 +370,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         lambda p, a: p.list_drawers(
             a["wing"], a["room"], a["since"], a["before"], a["limit"], a["offset"]
         ),
-        output_schema(
-            ("drawers", "total", "limit", "offset", "has_more"),
-            filters="object",
-            drawers={"type": "array", "items": {"type": "object"}},
-            total="integer",
-            limit="integer",
-            offset="integer",
-            has_more="boolean",
-            hint="string",
-        ),
+        schema_of(results.ListDrawersResult),
         (
             *PLACE_FILTERS,
             Arg(
@@ -440,7 +396,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         lambda p, a: p.add_drawer(
             a["wing"], a["room"], a["content"], source_file=a["source_file"], added_by=a["added_by"]
         ),
-        ADD_OUT,
+        schema_of(results.AddResult),
         (
             string_arg("wing", WING_FILE, required=True),
             string_arg("room", ROOM_FILE, required=True),
@@ -468,18 +424,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "text is embedded and indexed again, and refused (success: false, reason: 'duplicate') "
         "when another drawer already says the same words.",
         lambda p, a: p.update_drawer(a["drawer_id"], a["content"], a["wing"], a["room"]),
-        output_schema(
-            ("success", "drawer_id"),
-            success="boolean",
-            drawer_id="string",
-            wing="string",
-            room="string",
-            content_changed="boolean",
-            moved="boolean",
-            reason="string",
-            matches="array",
-            secrets_redacted="integer",
-        ),
+        schema_of(results.UpdateDrawerResult),
         (
             DRAWER_ID_ARG,
             string_arg(
@@ -499,7 +444,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Delete a drawer",
         "Permanently remove one drawer. Use only for content that is wrong or must go.",
         lambda p, a: p.delete_drawer(a["drawer_id"]),
-        output_schema(("success", "drawer_id"), success="boolean", drawer_id="string"),
+        schema_of(results.DeleteDrawerResult),
         (DRAWER_ID_ARG,),
         read_only=False,
         destructive=True,
@@ -511,7 +456,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Permanently remove several drawers by id. Ids not found are listed in missing. "
         + BULK_RULES,
         _delete_drawers,
-        FORGET_OUT,
+        schema_of(results.ForgetResult),
         (
             Arg(
                 "drawer_ids",
@@ -533,7 +478,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "it again. " + BULK_RULES + " Refused outright: a filesystem root ('/'), the home "
         "folder ('~'), the server's working folder ('.') and any folder holding one of them.",
         _delete_by_source,
-        FORGET_OUT,
+        schema_of(results.ForgetResult),
         (
             string_arg(
                 "source_file",
@@ -559,17 +504,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "no relative path), and symlinks and '..' are followed before the check, so a link "
         "out of an allowed folder is refused.",
         lambda p, a: _mine(p, a, ServeOptions()),
-        output_schema(
-            ("directory", "wing", "mode", "dry_run", "files", "drawers"),
-            directory="string",
-            wing="string",
-            mode="string",
-            dry_run="boolean",
-            files="object",
-            drawers="object",
-            skipped="array",
-            secrets="object",
-        ),
+        schema_of(results.MineResult),
         (
             string_arg(
                 "source",
@@ -603,15 +538,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Facts about an entity, each with its validity interval and source. With as_of, the "
         "facts valid that day: valid_from <= as_of <= valid_to, both days included.",
         lambda p, a: p.kg_query(a["entity"], as_of=a["as_of"], direction=a["direction"]),
-        output_schema(
-            ("entity", "facts", "count"),
-            entity="string",
-            as_of="string?",
-            direction="string",
-            facts={"type": "array", "items": FACT_OUT},
-            count="integer",
-            suggestions="array",
-        ),
+        schema_of(results.KgQueryResult),
         (
             string_arg("entity", ENTITY, required=True),
             string_arg("as_of", "Only facts valid on this date (YYYY-MM-DD); omit for all."),
@@ -643,18 +570,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
                 source_closet=a["source_closet"],
             )
         ),
-        output_schema(
-            ("triple_id", "created"),
-            triple_id="string",
-            created="boolean",
-            subject="string",
-            predicate="string",
-            object="string",
-            valid_from="string?",
-            valid_to="string?",
-            source="string?",
-            source_closet="string?",
-        ),
+        schema_of(results.KgAddResult),
         (
             string_arg("subject", "Who or what the fact is about ('Maya').", required=True),
             string_arg("predicate", "The relation, snake_case ('works_on').", required=True),
@@ -681,12 +597,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Mark a fact as no longer true after a date (its last day). Never deletes: history stays "
         "queryable with as_of.",
         lambda p, a: p.kg_invalidate(a["subject"], a["predicate"], a["object"], ended=a["ended"]),
-        output_schema(
-            ("invalidated", "ended"),
-            invalidated="integer",
-            ended="string",
-            facts={"type": "array", "items": FACT_OUT},
-        ),
+        schema_of(results.KgInvalidateResult),
         (
             string_arg("subject", "The fact's subject, as stored.", required=True),
             string_arg("predicate", "The fact's predicate, as stored.", required=True),
@@ -704,12 +615,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         lambda p, a: p.kg_supersede(
             a["subject"], a["predicate"], a["old_object"], a["new_object"], at=a["at"]
         ),
-        output_schema(
-            ("at", "ended", "started"),
-            at="string",
-            ended={"type": "array", "items": FACT_OUT},
-            started=FACT_OUT,
-        ),
+        schema_of(results.KgSupersedeResult),
         (
             string_arg("subject", "The fact's subject ('MyProject').", required=True),
             string_arg("predicate", "The relation ('uses').", required=True),
@@ -724,13 +630,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Fact timeline",
         "Facts in chronological order, for one entity or the whole graph, a page at a time.",
         lambda p, a: p.kg_timeline(a["entity"], limit=a["limit"], offset=a["offset"]),
-        output_schema(
-            ("facts", "count"),
-            entity="string?",
-            facts={"type": "array", "items": FACT_OUT},
-            count="integer",
-            offset="integer",
-        ),
+        schema_of(results.KgTimelineResult),
         (
             string_arg("entity", f"{ENTITY} Omit for the whole graph."),
             Arg("limit", "integer", "At most this many facts; omit for all.", minimum=1),
@@ -742,15 +642,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Knowledge-graph stats",
         "Counts of entities and facts (current and expired) and of each predicate in use.",
         lambda p, a: p.kg_stats(),
-        output_schema(
-            ("entities", "triples"),
-            entities="integer",
-            triples="integer",
-            current_facts="integer",
-            expired_facts="integer",
-            predicates="object",
-            path="string",
-        ),
+        schema_of(results.KgStatsResult),
     ),
     # -- navigation ---------------------------------------------------------------------------
     ToolSpec(
@@ -761,16 +653,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "tunnel (mempalace_create_tunnel; via.explicit names it). An unknown room gives "
         "found: false with close names in suggestions.",
         lambda p, a: p.traverse(a["start_room"], max_hops=a["max_hops"]),
-        output_schema(
-            ("start", "found", "results", "count"),
-            start="string",
-            found="boolean",
-            max_hops="integer",
-            results="array",
-            count="integer",
-            suggestions="array",
-            message="string",
-        ),
+        schema_of(results.TraverseResult),
         (
             string_arg(
                 "start_room",
@@ -794,14 +677,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "are private and never count. explicit lists the tunnels made on purpose "
         "(mempalace_create_tunnel) between the wings.",
         lambda p, a: p.find_tunnels(wing_a=a["wing_a"], wing_b=a["wing_b"]),
-        output_schema(
-            ("tunnels", "count"),
-            wing_a="string?",
-            wing_b="string?",
-            tunnels="array",
-            count="integer",
-            explicit="array",
-        ),
+        schema_of(results.FindTunnelsResult),
         (
             string_arg("wing_a", "First wing; omit for any wing."),
             string_arg("wing_b", "Second wing; omit for any wing."),
@@ -813,9 +689,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Counts of wings, rooms, drawers, tunnels and edges in the palace graph (and of "
         "explicit tunnels), and the top tunnels.",
         lambda p, a: p.graph_stats(),
-        output_schema(
-            (), rooms="integer", tunnels="integer", explicit_tunnels="integer", top_tunnels="array"
-        ),
+        schema_of(results.GraphStatsResult),
     ),
     # -- diary --------------------------------------------------------------------------------
     ToolSpec(
@@ -824,16 +698,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Append an entry to your own diary: a drawer in wing wing_<agent_name> (or the wing you "
         "name), room diary. Diaries stay private: they never form tunnels.",
         lambda p, a: p.diary_write(a["agent_name"], a["entry"], topic=a["topic"], wing=a["wing"]),
-        output_schema(
-            ("success", "drawer_id", "wing"),
-            success="boolean",
-            drawer_id="string",
-            agent="string",
-            wing="string",
-            timestamp="string",
-            topic="string",
-            secrets_redacted="integer",
-        ),
+        schema_of(results.DiaryWriteResult),
         (
             string_arg(
                 "agent_name",
@@ -861,13 +726,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "Read diary",
         "An agent's most recent diary entries, newest first, and how many there are in all.",
         lambda p, a: p.diary_read(a["agent_name"], last=a["last_n"], wing=a["wing"]),
-        output_schema(
-            ("agent", "wing", "entries", "total"),
-            agent="string",
-            wing="string",
-            entries="array",
-            total="integer",
-        ),
+        schema_of(results.DiaryReadResult),
         (
             string_arg(
                 "agent_name", "The agent whose diary to read.", required=True, aliases=("agent",)
@@ -893,7 +752,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         "The same wake-up context as `mempalace wake-up`: identity plus the palace's most "
         "important drawers, within a token budget. Call at the start of a session.",
         lambda p, a: p.wake_up(wing=a["wing"], budget=a["budget"]),
-        output_schema(("text",), text="string", budget="integer", total_tokens="integer"),
+        schema_of(results.WakeUpResult),
         (
             string_arg("wing", "Focus on this wing; omit for the whole palace."),
             Arg(

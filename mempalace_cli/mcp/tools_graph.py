@@ -16,9 +16,10 @@ from mempalace_cli.mcp.spec import (
     WING_FILTER,
     Arg,
     ToolSpec,
-    output_schema,
+    schema_of,
     string_arg,
 )
+from mempalace_cli.service import results
 from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD
 from mempalace_cli.service.tunnels import MAX_HALLWAY_PAGE, MAX_LABEL_CHARS
 from mempalace_cli.service.upkeep import MAX_CHECKPOINT_ITEMS
@@ -26,32 +27,6 @@ from mempalace_cli.service.upkeep import MAX_CHECKPOINT_ITEMS
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
 
-TUNNEL_OUT = output_schema(
-    ("id", "source_wing", "source_room", "target_wing", "target_room"),
-    id="string",
-    source_wing="string",
-    source_room="string",
-    source_drawer_id="string?",
-    target_wing="string",
-    target_room="string",
-    target_drawer_id="string?",
-    label="string?",
-    created_at="string",
-    updated_at="string",
-    missing_ends={"type": "array", "items": {"type": "string", "enum": ["source", "target"]}},
-)
-HALLWAY_OUT = output_schema(
-    ("hallway_id", "wing_a", "room_a", "wing_b", "room_b", "entities", "shared"),
-    hallway_id="string",
-    wing_a="string",
-    room_a="string",
-    wing_b="string",
-    room_b="string",
-    entities={"type": "array", "items": {"type": "string"}},
-    shared="integer",
-    cross_wing="boolean",
-    hidden="boolean",
-)
 ITEM_SCHEMA = {
     "type": "object",
     "properties": {
@@ -70,7 +45,7 @@ ITEM_SCHEMA = {
 SHOWN_FILES = 100  # stale files listed in a sync result
 
 
-def _sync(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _sync(p: Palace, a: dict[str, Any]) -> results.SyncResult:
     """A dry run unless apply is true; at most MAX_BULK_DELETE drawers go per call."""
     upkeep = p.upkeep
     apply = a["apply"] is True
@@ -84,7 +59,7 @@ def _sync(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
     return preview
 
 
-def _checkpoint(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _checkpoint(p: Palace, a: dict[str, Any]) -> results.CheckpointResult:
     return p.upkeep.checkpoint(
         a["items"], diary=a["diary"], dedup_threshold=a["dedup_threshold"], added_by=a["added_by"]
     )
@@ -109,12 +84,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             source_drawer_id=a["source_drawer_id"],
             target_drawer_id=a["target_drawer_id"],
         ),
-        output_schema(
-            ("success", "created", "tunnel"),
-            success="boolean",
-            created="boolean",
-            tunnel=TUNNEL_OUT,
-        ),
+        schema_of(results.CreateTunnelResult),
         (
             string_arg("source_wing", "Wing of the first room.", required=True),
             string_arg("source_room", "The first room.", required=True),
@@ -138,13 +108,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "id, both ends, label and missing_ends (an end whose room is now empty or whose drawer "
         "is gone).",
         lambda p, a: p.tunnels.list_tunnels(a["wing"]),
-        output_schema(
-            ("tunnels", "count"),
-            wing="string?",
-            tunnels={"type": "array", "items": TUNNEL_OUT},
-            count="integer",
-            hint="string",
-        ),
+        schema_of(results.ListTunnelsResult),
         (string_arg("wing", "Only tunnels with an end in this wing; omit for all."),),
     ),
     ToolSpec(
@@ -153,9 +117,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Remove one explicit tunnel by id (from mempalace_list_tunnels). The rooms and drawers "
         "it linked stay as they are.",
         lambda p, a: p.tunnels.delete(a["tunnel_id"]),
-        output_schema(
-            ("success", "deleted"), success="boolean", deleted="string", tunnel=TUNNEL_OUT
-        ),
+        schema_of(results.DeleteTunnelResult),
         (string_arg("tunnel_id", "The tunnel's id, as listed (tunnel_...).", required=True),),
         read_only=False,
         destructive=True,
@@ -167,14 +129,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "its drawer count, the label, and the linked drawer's opening words when the tunnel "
         "names a drawer.",
         lambda p, a: p.tunnels.follow(a["wing"], a["room"]),
-        output_schema(
-            ("wing", "room", "connections", "count"),
-            wing="string",
-            room="string",
-            connections={"type": "array", "items": {"type": "object"}},
-            count="integer",
-            hint="string",
-        ),
+        schema_of(results.FollowTunnelsResult),
         (
             string_arg("wing", "The room's wing.", required=True),
             string_arg("room", "The room to start from.", required=True),
@@ -191,19 +146,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         lambda p, a: p.tunnels.hallways(
             a["wing"], a["limit"], a["offset"], include_hidden=a["include_hidden"]
         ),
-        output_schema(
-            ("hallways", "total", "limit", "offset", "has_more"),
-            wing="string?",
-            hallways={"type": "array", "items": HALLWAY_OUT},
-            total="integer",
-            hidden="integer",
-            limit="integer",
-            offset="integer",
-            has_more="boolean",
-            entities="integer",
-            common_entities={"type": "array", "items": {"type": "string"}},
-            hint="string",
-        ),
+        schema_of(results.ListHallwaysResult),
         (
             string_arg("wing", f"Only hallways with an end in this wing. {WING_FILTER}"),
             Arg(
@@ -230,14 +173,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "later listing however the palace changes. Nothing else is deleted; `mempalace "
         "hallways restore ID` brings it back.",
         lambda p, a: p.tunnels.delete_hallway(a["hallway_id"]),
-        output_schema(
-            ("success", "hallway_id"),
-            success="boolean",
-            hallway_id="string",
-            hidden="boolean",
-            already_hidden="boolean",
-            hallway=HALLWAY_OUT,
-        ),
+        schema_of(results.DeleteHallwayResult),
         (string_arg("hallway_id", "The hallway's id, as listed (hallway_...).", required=True),),
         read_only=False,
         idempotent=True,
@@ -252,16 +188,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         f"earlier item, are skipped and listed under duplicates. At most "
         f"{MAX_CHECKPOINT_ITEMS} items.",
         _checkpoint,
-        output_schema(
-            ("success", "added", "filed", "skipped", "duplicates"),
-            success="boolean",
-            added="integer",
-            filed={"type": "array", "items": {"type": "object"}},
-            skipped="integer",
-            duplicates={"type": "array", "items": {"type": "object"}},
-            diary={"type": ["object", "null"]},
-            secrets_redacted="integer",
-        ),
+        schema_of(results.CheckpointResult),
         (
             Arg(
                 "items",
@@ -298,20 +225,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "and the files leave the mining record. Drawers filed by hand are never touched. At "
         f"most {MAX_BULK_DELETE:,} drawers per call.",
         _sync,
-        output_schema(
-            ("dry_run", "files", "matched", "removed"),
-            dry_run="boolean",
-            project_dir="string?",
-            wing="string?",
-            checked_files="integer",
-            files={"type": "array", "items": {"type": "object"}},
-            files_not_shown="integer",
-            stale_files="integer",
-            matched="integer",
-            removed="integer",
-            problems={"type": "array", "items": {"type": "string"}},
-            hint="string",
-        ),
+        schema_of(results.SyncResult),
         (
             string_arg(
                 "project_dir",
@@ -339,17 +253,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "watch mode, other agents. Counts by room and by filer, and the newest drawers. Asking "
         "marks them as seen.",
         lambda p, a: p.upkeep.memories_filed_away(),
-        output_schema(
-            ("status", "message", "count"),
-            status="string",
-            message="string",
-            count="integer",
-            since="string",
-            timestamp="string?",
-            by_room={"type": "array", "items": {"type": "object"}},
-            by_filer={"type": "array", "items": {"type": "object"}},
-            latest={"type": "array", "items": {"type": "object"}},
-        ),
+        schema_of(results.MemoriesFiledAwayResult),
     ),
     ToolSpec(
         "mempalace_reconnect",
@@ -358,15 +262,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "read the palace afresh: for after another program changed or replaced its files. "
         "Returns the palace's health.",
         lambda p, a: p.reopen(),
-        output_schema(
-            ("success", "reconnected", "health"),
-            success="boolean",
-            reconnected={"type": "array", "items": {"type": "string"}},
-            palace_path="string",
-            store="string",
-            health="object",
-            hint="string",
-        ),
+        schema_of(results.ReconnectResult),
     ),
     ToolSpec(
         "mempalace_hook_settings",
@@ -375,13 +271,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "files the session itself; false: it asks you to save first. desktop_toast (default "
         "false): also show a desktop notification. Call with no arguments to read them.",
         lambda p, a: p.upkeep.hook_settings(a["silent_save"], a["desktop_toast"]),
-        output_schema(
-            ("success", "settings"),
-            success="boolean",
-            settings="object",
-            updated={"type": "array", "items": {"type": "string"}},
-            path="string",
-        ),
+        schema_of(results.HookSettingsResult),
         (
             Arg("silent_save", "boolean", "true: file sessions silently; false: ask first."),
             Arg("desktop_toast", "boolean", "true: a desktop notification on each save."),
@@ -396,15 +286,6 @@ TOOLS: tuple[ToolSpec, ...] = (
         "first, with when each last wrote. An embedded palace (a folder) has no peers: the "
         "list is empty and reason says why.",
         lambda p, a: p.upkeep.mesh_peers(),
-        output_schema(
-            ("peers", "count", "team_palace"),
-            peers={"type": "array", "items": {"type": "object"}},
-            count="integer",
-            team_palace="boolean",
-            server="string",
-            this_machine="string",
-            window_hours="integer",
-            reason="string",
-        ),
+        schema_of(results.MeshPeersResult),
     ),
 )

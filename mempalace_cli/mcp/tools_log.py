@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.mcp.spec import Arg, ToolSpec, output_schema, string_arg
+from mempalace_cli.mcp.spec import Arg, ToolSpec, schema_of, string_arg
+from mempalace_cli.service import results
 from mempalace_cli.service.coordination import (
     DEFAULT_LIMIT,
     DEFAULT_WAIT_MS,
@@ -25,46 +26,6 @@ from mempalace_cli.service.coordination import (
 
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
-
-# -- outputs -----------------------------------------------------------------------------------
-EVENT_OUT = output_schema(
-    ("id", "seq", "type", "stream", "room", "from_agent", "created_at"),
-    id="string",
-    seq="integer",
-    type="string",
-    stream="string",
-    room="string",
-    topic="string?",
-    from_agent="string",
-    to_agent="string?",
-    correlation_id="string?",
-    branch="string?",
-    base_commit="string?",
-    status="string?",
-    body="string?",
-    metadata={"type": ["object", "null"]},
-    artifact_ids={"type": "array", "items": {"type": "string"}},
-    ack_of="string?",
-    writer="string",
-    created_at="string",
-    body_truncated="boolean",
-    body_length="integer",
-)
-ARTIFACT_OUT = output_schema(
-    ("id", "kind", "sha256", "size_bytes", "created_by", "created_at"),
-    id="string",
-    kind="string",
-    sha256="string",
-    size_bytes="integer",
-    created_by="string",
-    created_at="string",
-    metadata={"type": ["object", "null"]},
-    content="string",
-)
-EVENTS_OUT = {"type": "array", "items": EVENT_OUT}
-APPENDED_OUT = output_schema(
-    ("success", "event"), success="boolean", event=EVENT_OUT, secrets_redacted="integer"
-)
 
 # -- arguments ---------------------------------------------------------------------------------
 STATUS_WORDS = ", ".join(STATUSES)
@@ -124,7 +85,7 @@ SINCE_CREATED = (
 
 
 # -- the calls ---------------------------------------------------------------------------------
-def _append(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _append(p: Palace, a: dict[str, Any]) -> results.AppendResult:
     return p.coordination.event_append(
         a["type"],
         a["stream"],
@@ -155,7 +116,7 @@ FILTER_NAMES = (
 )
 
 
-def _list(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _list(p: Palace, a: dict[str, Any]) -> results.EventListResult:
     return p.coordination.event_list(
         **{k: a[k] for k in FILTER_NAMES},
         since_event_id=a["since_event_id"],
@@ -167,7 +128,7 @@ def _list(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def _wait(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _wait(p: Palace, a: dict[str, Any]) -> results.EventWaitResult:
     return p.coordination.event_wait(
         **{k: a[k] for k in FILTER_NAMES},
         since_event_id=a["since_event_id"],
@@ -177,7 +138,7 @@ def _wait(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def _patch(p: Palace, a: dict[str, Any]) -> dict[str, Any]:
+def _patch(p: Palace, a: dict[str, Any]) -> results.PatchSubmitResult:
     return p.coordination.patch_submit(
         a["content"],
         a["from_agent"],
@@ -204,7 +165,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "others read on from. Agents waiting on a matching mempalace_event_wait wake at once. "
         "Secret values in any field are stored as [REDACTED:kind].",
         _append,
-        APPENDED_OUT,
+        schema_of(results.AppendResult),
         (
             string_arg(
                 "type",
@@ -242,15 +203,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "on from: pass it as since_event_id to mempalace_event_wait to wait for what comes "
         "next, missing nothing.",
         _list,
-        output_schema(
-            ("events", "count", "order", "has_more"),
-            events=EVENTS_OUT,
-            count="integer",
-            order="string",
-            has_more="boolean",
-            cursor="string?",
-            hint="string",
-        ),
+        schema_of(results.EventListResult),
         (
             *_filters("events"),
             string_arg("since_event_id", SINCE_EVENT),
@@ -286,16 +239,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "already. Wait again with since_event_id set to the result's cursor: nothing "
         "appended in between is missed.",
         _wait,
-        output_schema(
-            ("timed_out", "events", "count", "cursor"),
-            timed_out="boolean",
-            events=EVENTS_OUT,
-            count="integer",
-            has_more="boolean",
-            cursor="string?",
-            waited_ms="integer",
-            hint="string",
-        ),
+        schema_of(results.EventWaitResult),
         (
             *_filters("events"),
             string_arg("since_event_id", SINCE_EVENT),
@@ -323,14 +267,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         lambda p, a: p.coordination.event_ack(
             a["event_id"], a["from_agent"], status=a["status"], body=a["body"], topic=a["topic"]
         ),
-        output_schema(
-            ("success", "event", "acked_event_id", "already_acked"),
-            success="boolean",
-            event=EVENT_OUT,
-            acked_event_id="string",
-            already_acked="boolean",
-            secrets_redacted="integer",
-        ),
+        schema_of(results.EventAckResult),
         (
             string_arg("event_id", "The id of the event you acknowledge.", required=True),
             string_arg("from_agent", FROM_AGENT, required=True),
@@ -359,14 +296,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             branch=a["branch"],
             base_commit=a["base_commit"],
         ),
-        output_schema(
-            ("success", "task_id", "event"),
-            success="boolean",
-            task_id="string",
-            event=EVENT_OUT,
-            wake_up="string",
-            secrets_redacted="integer",
-        ),
+        schema_of(results.TaskCreateResult),
         (
             string_arg("project", "The project the task belongs to (e.g. 'myapp').", required=True),
             string_arg("from_agent", FROM_AGENT, required=True),
@@ -402,14 +332,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         lambda p, a: p.coordination.artifact_put(
             a["kind"], a["content"], a["created_by"], a["metadata"]
         ),
-        output_schema(
-            ("success", "artifact", "created"),
-            success="boolean",
-            artifact=ARTIFACT_OUT,
-            created="boolean",
-            secrets_redacted="integer",
-            note="string",
-        ),
+        schema_of(results.ArtifactPutResult),
         (
             string_arg("kind", "What it is: patch, file, log, json, note...", required=True),
             string_arg(
@@ -432,7 +355,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "An artifact's exact text by id, with its sha256 (checked against the text before it "
         "is returned) and size.",
         lambda p, a: p.coordination.artifact_get(a["artifact_id"]),
-        output_schema(("artifact",), artifact=ARTIFACT_OUT),
+        schema_of(results.ArtifactGetResult),
         (string_arg("artifact_id", "The id mempalace_artifact_put returned.", required=True),),
         own_lane=True,
     ),
@@ -444,13 +367,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "artifact_ids. The receiver fetches it with mempalace_artifact_get, checks the "
         "sha256, applies it itself and answers with mempalace_event_ack.",
         _patch,
-        output_schema(
-            ("success", "artifact", "event"),
-            success="boolean",
-            artifact=ARTIFACT_OUT,
-            event=EVENT_OUT,
-            secrets_redacted="integer",
-        ),
+        schema_of(results.PatchSubmitResult),
         (
             string_arg(
                 "content",

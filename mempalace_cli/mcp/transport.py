@@ -40,11 +40,10 @@ from mempalace_cli.serving.auth import (
 
 # Slow clients and the stop deadline: the serving rule every HTTP server of the project shares.
 from mempalace_cli.serving.http import (
-    DRAIN_SECONDS,
     GRACEFUL_SECONDS,
     StopDeadline,
     serve_on_socket,
-    slow_client_protocol,
+    server_config,
 )
 
 if TYPE_CHECKING:
@@ -444,7 +443,6 @@ def serve_http(
     port: int = DEFAULT_PORT,
     token: str | None = None,
 ) -> None:
-    import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
     access = check_http_options(host, token, port)
@@ -474,14 +472,7 @@ def serve_http(
         access.url(HTTP_PATH),
         " (bearer token required)" if access.token else "",
     )
-    config = uvicorn.Config(
-        app,
-        http=slow_client_protocol(),
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=DRAIN_SECONDS,
-    )
+    config = server_config(app, lifespan="on")
     warming = start_warm_up(server)
     try:
         serve_on_socket(config, sock)

@@ -33,7 +33,7 @@ from typing import Any
 
 from mempalace_cli.common import clock
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
-from mempalace_cli.storage.sqlite_db import open_palace_db
+from mempalace_cli.storage.sqlite_db import PalaceDb, add_column
 
 KG_FILE = "knowledge_graph.sqlite3"
 DIRECTIONS = ("outgoing", "incoming", "both")
@@ -120,13 +120,7 @@ def parse_date(value: str | date | None, field: str = "date") -> str | None:
 
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring a graph made by an older version up to this schema."""
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(triples)")}
-    if "source_closet" not in columns:
-        try:
-            conn.execute("ALTER TABLE triples ADD COLUMN source_closet TEXT")
-        except sqlite3.OperationalError as exc:  # another process upgraded it just now
-            if "duplicate column" not in str(exc):
-                raise
+    add_column(conn, "triples", "source_closet", "TEXT")
 
 
 def _format_datetime(value: datetime) -> str:
@@ -341,28 +335,30 @@ class KnowledgeGraph:
     keeps threads of one process (the MCP server) from interleaving on the shared connection."""
 
     def __init__(self, palace_path: Path) -> None:
-        self.path = palace_path / KG_FILE
-        self._conn: sqlite3.Connection | None = None
+        self._db = PalaceDb(
+            palace_path / KG_FILE,
+            _SCHEMA,
+            "The knowledge graph",
+            " to start an empty graph, or restore it from a backup.",
+            setup=_migrate,
+        )
         self._mutex = threading.RLock()
 
     # -- connection -----------------------------------------------------------------------
     @property
+    def path(self) -> Path:
+        return self._db.path
+
+    @path.setter
+    def path(self, value: Path) -> None:  # before the first use (an empty graph: ":memory:")
+        self._db.path = value
+
+    @property
     def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self._conn = open_palace_db(
-                self.path,
-                _SCHEMA,
-                "The knowledge graph",
-                hint=f"Move it aside (mv {self.path} {self.path}.bad) to start an empty "
-                "graph, or restore it from a backup.",
-                setup=_migrate,
-            )
-        return self._conn
+        return self._db.conn
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._db.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -259,28 +259,28 @@ def _day(year: int, month: int, day: int, text: str) -> Period | None:
         return None
 
 
-def _month_day(m: re.Match[str], today: date) -> Period | None:
-    """March 12 (the latest one by today), 12 March 2026."""
-    month = MONTHS[(m["month"] or m["month2"]).lower()]
-    day = int(m["day"] or m["day2"])
+def _latest_day(m: re.Match[str], month: int, day: int, today: date) -> Period | None:
+    """The day in the year the match names, or else the latest one by `today`."""
     if m["year"]:
         return _day(int(m["year"]), month, day, m[0])
     this_year = _day(today.year, month, day, m[0])
     if this_year is not None and this_year.start <= today:
         return this_year
     return _day(today.year - 1, month, day, m[0])
+
+
+def _month_day(m: re.Match[str], today: date) -> Period | None:
+    """March 12 (the latest one by today), 12 March 2026."""
+    month = MONTHS[(m["month"] or m["month2"]).lower()]
+    day = int(m["day"] or m["day2"])
+    return _latest_day(m, month, day, today)
 
 
 def _zh_day(m: re.Match[str], today: date) -> Period | None:
     month, day = _zh_number(m["month"]), _zh_number(m["day"])
     if month is None or day is None or not 1 <= month <= 12:
         return None
-    if m["year"]:
-        return _day(int(m["year"]), month, day, m[0])
-    this_year = _day(today.year, month, day, m[0])
-    if this_year is not None and this_year.start <= today:
-        return this_year
-    return _day(today.year - 1, month, day, m[0])
+    return _latest_day(m, month, day, today)
 
 
 def _zh_month(m: re.Match[str], today: date) -> Period | None:

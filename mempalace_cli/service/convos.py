@@ -217,7 +217,7 @@ class ConvoMining(Part):
                 rows: list[DrawerRow] | None = []
                 problems: list[Problem] = []
                 size = 0
-                context = _RowContext(wing, agent, src, source_key(root), digest, st.st_mtime)
+                context = RowContext(wing, agent, src, source_key(root), digest, st.st_mtime)
                 report.secrets.pop(item.rel, None)
                 screen = None if keep else (item.rel, report)
                 rows_of = self._rows(item.path, found.format, context, problems, screen)
@@ -273,7 +273,7 @@ class ConvoMining(Part):
         self,
         path: Path,
         fmt: str,
-        context: _RowContext,
+        context: RowContext,
         problems: list[Problem],
         screen: tuple[str, Any] | None = None,
     ) -> Iterator[tuple[DrawerRow, str]]:
@@ -362,7 +362,7 @@ class ConvoMining(Part):
             yield from p.rows
             return
 
-        context = _RowContext(
+        context = RowContext(
             wing, agent, source_key(p.path), source_key(root), p.content_hash, p.mtime
         )
         emitted: set[str] = set()
@@ -490,16 +490,22 @@ class _Unreported:
 
 
 @dataclass(frozen=True)
-class _RowContext:
+class RowContext:
+    """What every drawer of one conversation file shares (a chat export, or a session
+    transcript: service/sessions.py). `date_name`: the name to read a date from when the
+    conversation has no time, if not the file's path inside its root."""
+
     wing: str
     agent: str
     source_file: str
     source_root: str
     content_hash: str
     mtime: float
+    date_name: str | None = None
 
     def file_date(self) -> dict[str, str]:
-
+        if self.date_name is not None:
+            return file_date(self.date_name, self.mtime)
         name = self.source_file
         if name.startswith(self.source_root.rstrip("/") + "/"):
             name = name[len(self.source_root.rstrip("/")) + 1 :]  # dated folders inside the root
@@ -518,7 +524,7 @@ class _RowContext:
             source_hash=self.content_hash,
             source_mtime=self.mtime,
         )
-        if "date" not in meta:  # no time in the export: its file's (miners/dates.py)
+        if "date" not in meta:  # no time in the conversation: its file's (miners/dates.py)
             meta.update(self.file_date())
         return DrawerRow(
             id=convo_drawer_id(self.wing, drawer.room, drawer.key),

@@ -36,9 +36,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError, NoPalaceError, NotFoundError
+from mempalace_cli.service import results
 from mempalace_cli.service.core import PalaceCore, Part
-from mempalace_cli.storage import chroma_server
-from mempalace_cli.storage.chroma_server import ServerOptions
 from mempalace_cli.storage.coordination_log import (
     BROADCAST,
     ChromaLog,
@@ -48,7 +47,6 @@ from mempalace_cli.storage.coordination_log import (
     now_stamp,
 )
 from mempalace_cli.storage.locking import PalaceLock
-from mempalace_cli.storage.palace_owner import index_dir
 
 # -- limits (the MCP tool table and the CLI show the same ones) --------------------------------
 MAX_NAME_CHARS = 500
@@ -267,7 +265,6 @@ class Coordination(Part):
         self._guard = threading.Lock()
         self._log: CoordinationLog | None = None
         self._lock: PalaceLock | None = None
-        self._client: Any = None
         self._stopping = threading.Event()
 
     def stop(self) -> None:
@@ -277,37 +274,18 @@ class Coordination(Part):
 
     # -- plumbing -----------------------------------------------------------------------------
     @property
-    def _settings(self) -> Any:
-        return self.settings
-
-    @property
     def log(self) -> CoordinationLog:
+        """The palace's log, as its backend keeps it (storage/backend.py)."""
         with self._guard:
             if self._log is None:
-                settings = self._settings
-                opts = ServerOptions.from_settings(settings)
-                if opts is not None:
-                    self._log = ChromaLog(self._server_client, opts)
-                else:
-                    self._log = SqliteLog(settings.palace_path)
+                self._log = self.backend.open_coordination_log()
             return self._log
-
-    def _server_client(self) -> Any:
-        """This part's own client of the palace's server (chromadb is imported here)."""
-        with self._guard:
-            if self._client is None:
-                opts = ServerOptions.from_settings(self._settings)
-                assert opts is not None
-                self._client = chroma_server.connect(opts)
-            return self._client
 
     @property
     def lock(self) -> PalaceLock:
         with self._guard:
             if self._lock is None:
-                s = self._settings
-                folder = index_dir(s.palace_path, s.home, bool(s.chroma_url))
-                self._lock = PalaceLock(folder, s.lock_timeout)
+                self._lock = PalaceLock(self.index_dir, self.settings.lock_timeout)
             return self._lock
 
     @property
@@ -316,15 +294,16 @@ class Coordination(Part):
 
     @property
     def on_server(self) -> bool:
-        """The log is on the palace's Chroma server (its first call imports chromadb)."""
-        return ServerOptions.from_settings(self._settings) is not None
+        """The log is on the palace's Chroma server (asking imports nothing: the log connects
+        on its first read or write)."""
+        return isinstance(self.log, ChromaLog)
 
     def _readable(self) -> CoordinationLog:
         """The log, for reading: an embedded palace whose folder does not exist yet is
         reported (its log can't hold anything, and reading creates nothing)."""
         log = self.log
-        if isinstance(log, SqliteLog) and not self._settings.palace_path.is_dir():
-            raise NoPalaceError(str(self._settings.palace_path), hint=LOG_HINT)
+        if isinstance(log, SqliteLog) and not self.path.is_dir():
+            raise NoPalaceError(str(self.path), hint=LOG_HINT)
         return log
 
     def _event(self, event_id: Any, label: str = "event_id") -> dict[str, Any]:
@@ -365,7 +344,7 @@ class Coordination(Part):
         metadata: dict[str, Any] | None = None,
         artifact_ids: list[str] | None = None,
         ack_of: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> results.AppendResult:
         """Append one event; returns it with its id, seq and created_at."""
         new: dict[str, Any] = {
             "type": _name(type, "type", required=True),
@@ -428,7 +407,7 @@ class Coordination(Part):
         limit: int | None = None,
         order: str | None = None,
         preview: bool = False,
-    ) -> dict[str, Any]:
+    ) -> results.EventListResult:
         """Events matching every filter given, at most `limit`: oldest first after a cursor
         (since_event_id), newest first otherwise (or as `order` says)."""
         flt = self._filter(
@@ -495,7 +474,7 @@ class Coordination(Part):
         since_created_at: str | None = None,
         timeout_ms: int | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> results.EventWaitResult:
         """Return as soon as events matching every filter exist after the cursor, oldest
         first, or after `timeout_ms` with timed_out true (not an error). The cursor is
         since_event_id; without it, events created since since_created_at, or else events
@@ -564,7 +543,7 @@ class Coordination(Part):
         status: str | None = None,
         body: str | None = None,
         topic: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> results.EventAckResult:
         """Acknowledge an event: a new `event.ack` event to its writer, in its stream and room,
         with its correlation id (or its id) and `ack_of` naming it. The event itself never
         changes. Acknowledging again with the same status and body returns the first ack."""
@@ -609,7 +588,7 @@ class Coordination(Part):
         done: str,
         branch: str | None = None,
         base_commit: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> results.TaskCreateResult:
         """Hand a task to an agent: a `task.request` event (status open) in stream
         project/<project>, room delegation, whose correlation id is the new task id."""
         name = _name(project, "project", required=True)
@@ -780,7 +759,7 @@ class Coordination(Part):
         created_by: str,
         metadata: dict[str, Any] | None = None,
         keep_secrets: bool = False,
-    ) -> dict[str, Any]:
+    ) -> results.ArtifactPutResult:
         """Store `content` exactly (after redaction unless `keep_secrets`), by an id derived
         from it; storing the same text again returns the stored artifact (created false)."""
         kind_name = _name(kind, "kind", required=True)
@@ -833,7 +812,7 @@ class Coordination(Part):
             )
         return result
 
-    def artifact_get(self, artifact_id: str) -> dict[str, Any]:
+    def artifact_get(self, artifact_id: str) -> results.ArtifactGetResult:
         """The artifact with its exact text, checked against its sha256."""
         wanted = _name(artifact_id, "artifact_id", required=True)
         assert wanted is not None
@@ -875,7 +854,7 @@ class Coordination(Part):
         base_commit: str | None = None,
         body: str | None = None,
         metadata: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> results.PatchSubmitResult:
         """Store a patch as an artifact (kind patch) and append its `patch.ready` event
         (status ready, room patches unless given) pointing at it."""
         # Everything checked before the artifact is stored: a refused event leaves nothing.

@@ -16,6 +16,7 @@ from mempalace_cli.search.dates import resolve_range
 from mempalace_cli.service.core import PalaceCore, Part, now_iso
 from mempalace_cli.service.drawers import Drawers, check_content, drawer_view
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
+from mempalace_cli.service.results import GetDrawersResult, ListDrawersResult, UpdateDrawerResult
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow
 from mempalace_cli.storage.filters import DrawerFilter, drawer_date
@@ -66,7 +67,7 @@ class DrawerCuration(Part):
         self.drawers = drawers
 
     # -- reads ------------------------------------------------------------------------------
-    def get_drawers(self, ids: list[str]) -> dict[str, Any]:
+    def get_drawers(self, ids: list[str]) -> GetDrawersResult:
         """The drawers with these ids, in the order asked; unknown ids listed in `missing`."""
         wanted = _check_ids(ids)
         p = self
@@ -87,7 +88,7 @@ class DrawerCuration(Part):
         limit: int = 20,
         offset: int = 0,
         source: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ListDrawersResult:
         """Drawers in a wing/room (or the whole palace), newest first, a page at a time, each
         with a preview of its text. Dates as in search: `since` inclusive, `before` exclusive;
         `source` as in search (a file, a path ending, or a folder)."""
@@ -138,7 +139,7 @@ class DrawerCuration(Part):
         content: str | None = None,
         wing: str | None = None,
         room: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> UpdateDrawerResult:
         """Change a drawer's text and/or move it to another wing or room; it keeps its id.
         New text is embedded again, re-indexed for keyword search and refused (success:
         false, reason: duplicate) when another drawer already says the same words."""

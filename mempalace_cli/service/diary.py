@@ -16,6 +16,7 @@ from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.drawers import check_content
 from mempalace_cli.service.names import name_to_file, name_to_read
 from mempalace_cli.service.navigation import read_catalog
+from mempalace_cli.service.results import DiaryReadResult, DiaryWriteResult
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow
 
@@ -88,7 +89,7 @@ class Diary(Part):
 
     def diary_write(
         self, agent: str, content: str, topic: str | None = None, wing: str | None = None
-    ) -> dict[str, Any]:
+    ) -> DiaryWriteResult:
         """Add an entry (to `wing` when given, else the agent's own wing). Every call files a
         new drawer, even with text written before."""
         row, result = entry_row(agent, content, topic, wing)
@@ -99,7 +100,7 @@ class Diary(Part):
             self.writer.file([row], vec)
         return result
 
-    def diary_read(self, agent: str, last: int = 10, wing: str | None = None) -> dict[str, Any]:
+    def diary_read(self, agent: str, last: int = 10, wing: str | None = None) -> DiaryReadResult:
         """The agent's `last` entries, newest first, and how many there are in all. With
         `wing`, the agent's entries in that wing's diary."""
         diary_wing(agent)  # refuses names that can't be an agent

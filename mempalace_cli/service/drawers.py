@@ -12,6 +12,15 @@ from mempalace_cli.miners.dates import filed_date
 from mempalace_cli.search.sameness import says_the_same
 from mempalace_cli.service.core import PalaceCore, Part, now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
+from mempalace_cli.service.results import (
+    AddResult,
+    CheckDuplicateResult,
+    DeleteDrawerResult,
+    Drawer,
+    GetTaxonomyResult,
+    ListRoomsResult,
+    ListWingsResult,
+)
 from mempalace_cli.service.searching import similarity
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow
@@ -82,10 +91,10 @@ class Drawers(Part):
             "consistency": self.consistency.report(),
         } | ({"verified": verified} if verified is not None else {})
 
-    def list_wings(self) -> dict[str, Any]:
+    def list_wings(self) -> ListWingsResult:
         return {"wings": self.status()["wings"]}
 
-    def list_rooms(self, wing: str | None = None) -> dict[str, Any]:
+    def list_rooms(self, wing: str | None = None) -> ListRoomsResult:
         status = self.status()
         taxonomy = status["taxonomy"]
         asked = wing
@@ -97,11 +106,11 @@ class Drawers(Part):
             result["hint"] = empty_filter_hint(wing, None, taxonomy, taxonomy, asked=(asked, None))
         return result
 
-    def get_taxonomy(self) -> dict[str, Any]:
+    def get_taxonomy(self) -> GetTaxonomyResult:
         return {"taxonomy": self.status()["taxonomy"]}
 
     # -- single drawers ---------------------------------------------------------------------
-    def get_drawer(self, drawer_id: str) -> dict[str, Any]:
+    def get_drawer(self, drawer_id: str) -> Drawer:
         self.require()
         self.sync()
         row = self.catalog.get([drawer_id]).get(drawer_id)
@@ -112,7 +121,9 @@ class Drawers(Part):
             )
         return drawer_view(row)
 
-    def check_duplicate(self, content: str, threshold: float = DUPLICATE_THRESHOLD) -> dict:
+    def check_duplicate(
+        self, content: str, threshold: float = DUPLICATE_THRESHOLD
+    ) -> CheckDuplicateResult:
         check_content(content)
         if not 0.0 < threshold <= 1.0:
             raise InvalidInputError(f"threshold must be in (0, 1], not {threshold}.")
@@ -161,7 +172,7 @@ class Drawers(Part):
         added_by: str = "mcp",
         metadata: dict[str, Any] | None = None,
         check_duplicates: bool = True,
-    ) -> dict[str, Any]:
+    ) -> AddResult:
         """File one drawer by hand. Identical content in the same place is idempotent; content
         that says the same words as a close drawer anywhere is refused as a duplicate (see
         sameness.py); a close drawer with other words is returned as `similar`."""
@@ -266,7 +277,7 @@ class Drawers(Part):
             "secrets_redacted": redacted,
         }
 
-    def delete_drawer(self, drawer_id: str) -> dict[str, Any]:
+    def delete_drawer(self, drawer_id: str) -> DeleteDrawerResult:
         self.require()
         self.sync()
         if drawer_id not in self.catalog.get([drawer_id]):

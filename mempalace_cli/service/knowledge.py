@@ -22,6 +22,14 @@ from mempalace_cli.memory.kg import (
 )
 from mempalace_cli.memory.kg_store import FACT_STORES, FactStore
 from mempalace_cli.service.core import Part
+from mempalace_cli.service.results import (
+    KgAddResult,
+    KgInvalidateResult,
+    KgQueryResult,
+    KgStatsResult,
+    KgSupersedeResult,
+    KgTimelineResult,
+)
 
 KG_HINT = "Record a fact first: mempalace kg add SUBJECT PREDICATE OBJECT"
 
@@ -53,7 +61,7 @@ class Knowledge(Part):
         return kg
 
     # -- writes -----------------------------------------------------------------------------
-    def kg_add(self, fact: FactInput) -> dict[str, Any]:
+    def kg_add(self, fact: FactInput) -> KgAddResult:
         """Record `subject predicate object`, valid from `valid_from` through `valid_to` (both
         days included). Restating a stored fact returns its id with created=False. Secret
         values in the names and sources are stored as `[REDACTED:kind]` (miners/secrets.py)."""
@@ -91,7 +99,7 @@ class Knowledge(Part):
         old_object: str,
         new_object: str,
         at: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> KgSupersedeResult:
         """`subject predicate old_object` stops and `subject predicate new_object` starts on
         `at` (default today), in one transaction. On `at` itself both hold (as_of is
         inclusive); afterwards only the new one is current."""
@@ -110,7 +118,7 @@ class Knowledge(Part):
 
     def kg_invalidate(
         self, subject: str, predicate: str, obj: str, ended: str | None = None
-    ) -> dict[str, Any]:
+    ) -> KgInvalidateResult:
         """End a fact: `ended` (default today) is its last day, still answered by as_of. Never
         deletes."""
         kg = self._kg_for_reading()
@@ -128,7 +136,7 @@ class Knowledge(Part):
     # -- reads ------------------------------------------------------------------------------
     def kg_query(
         self, entity: str, as_of: str | None = None, direction: str = "both"
-    ) -> dict[str, Any]:
+    ) -> KgQueryResult:
         """Facts about `entity`; with `as_of`, exactly those valid on that date or instant."""
         kg = self._kg_for_reading()
         when = parse_date(as_of, "as_of")
@@ -150,7 +158,7 @@ class Knowledge(Part):
 
     def kg_timeline(
         self, entity: str | None = None, limit: int | None = None, offset: int = 0
-    ) -> dict[str, Any]:
+    ) -> KgTimelineResult:
         """Facts in chronological order (all of them, or those about `entity`), paged with
         `limit` and `offset`."""
         kg = self._kg_for_reading()
@@ -164,7 +172,7 @@ class Knowledge(Part):
             "offset": offset,
         }
 
-    def kg_stats(self) -> dict[str, Any]:
+    def kg_stats(self) -> KgStatsResult:
         return {**self._kg_for_reading().stats(), "path": self.kg_location}
 
 

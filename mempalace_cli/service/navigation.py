@@ -13,6 +13,7 @@ from mempalace_cli.common.naming import normalize_name
 from mempalace_cli.memory.graph import EXPORT_FORMATS, PalaceGraph
 from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.names import name_to_read
+from mempalace_cli.service.results import FindTunnelsResult, GraphStatsResult, TraverseResult
 from mempalace_cli.storage.catalog import Catalog
 
 MAX_HOPS = 10
@@ -41,7 +42,7 @@ class PalaceNavigation(Part):
         links = self.core.backend.open_links()
         return [t.to_dict() for t in links.tunnels()]
 
-    def traverse(self, start_room: str, max_hops: int = 2) -> dict[str, Any]:
+    def traverse(self, start_room: str, max_hops: int = 2) -> TraverseResult:
         """Rooms reachable from `start_room` within `max_hops`, breadth-first. An unknown room
         gives `found: false` and close names in `suggestions`."""
         if not isinstance(max_hops, int) or not 1 <= max_hops <= MAX_HOPS:
@@ -83,7 +84,9 @@ class PalaceNavigation(Part):
             "suggestions": [],
         }
 
-    def find_tunnels(self, wing_a: str | None = None, wing_b: str | None = None) -> dict[str, Any]:
+    def find_tunnels(
+        self, wing_a: str | None = None, wing_b: str | None = None
+    ) -> FindTunnelsResult:
         """Rooms filed in two or more wings (both given wings, when given), most drawers first."""
         graph = self.palace_graph()
         wings = []
@@ -114,7 +117,7 @@ class PalaceNavigation(Part):
             "explicit": graph.explicit(wings[0], wings[1]),
         }
 
-    def graph_stats(self) -> dict[str, Any]:
+    def graph_stats(self) -> GraphStatsResult:
         return self.palace_graph().stats()
 
     def export_graph(self, fmt: str = "mermaid") -> str:

@@ -47,7 +47,6 @@ from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 
 if TYPE_CHECKING:
-    from mempalace_cli.miners.convos import ConvoDrawer
     from mempalace_cli.service.writer import DrawerWriter
 
 CLAUDE_CODE = "claude-code"
@@ -414,7 +413,7 @@ class Sessions(Part):
 
         from mempalace_cli.miners.convos import Problem, plan_drawers, read_exchanges
         from mempalace_cli.miners.secrets import redact_exchange
-        from mempalace_cli.storage.drawer_ids import drawer_id, legacy_drawer_id
+        from mempalace_cli.service.convos import RowContext
 
         note = _SecretsNote()
 
@@ -427,9 +426,18 @@ class Sessions(Part):
 
         rows: list[DrawerRow] = []
         legacy: dict[str, str] = {}
+        context = RowContext(
+            filing.wing,
+            filing.agent,
+            filing.src,
+            filing.root,
+            filing.digest,
+            filing.mtime,
+            date_name=filing.path.name,  # no time in the session: its file's
+        )
         for index, drawer in enumerate(plan_drawers(exchanges())):
-            row = self._row(filing, drawer, index, drawer_id(filing.wing, drawer.room, drawer.key))
-            legacy[row.id] = legacy_drawer_id(filing.wing, drawer.room, drawer.key)
+            row = context.row(drawer, index)
+            legacy[row.id] = context.legacy_id(drawer)
             rows.append(row)
             filing.title = filing.title or drawer.exchange.title
         catalog = self.catalog
@@ -455,30 +463,6 @@ class Sessions(Part):
             if row.id not in stored:
                 filing.new_rows.append(row)
         filing.secrets = note.count()
-
-    def _row(self, filing: _Filing, drawer: ConvoDrawer, index: int, drawer_id: str) -> DrawerRow:
-        from mempalace_cli.miners.dates import file_date
-        from mempalace_cli.storage.consistency import now_iso
-
-        meta = drawer.metadata()
-        meta.update(
-            added_by=filing.agent,
-            source_root=filing.root,
-            source_hash=filing.digest,
-            source_mtime=filing.mtime,
-        )
-        if "date" not in meta:  # no time in the session: its file's
-            meta.update(file_date(filing.path.name, filing.mtime))
-        return DrawerRow(
-            id=drawer_id,
-            wing=filing.wing,
-            room=drawer.room,
-            source_file=filing.src,
-            chunk_index=index,
-            filed_at=now_iso(),
-            text=drawer.text,
-            metadata=meta,
-        )
 
     def _write(self, filing: _Filing) -> int:
         """Pass two: embed and file the new drawers FILE_GROUP at a time. The manifest entry

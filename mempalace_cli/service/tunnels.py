@@ -26,6 +26,14 @@ from mempalace_cli.memory.graph import PRIVATE_ROOMS
 from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.names import closest, name_to_read
 from mempalace_cli.service.navigation import read_catalog
+from mempalace_cli.service.results import (
+    CreateTunnelResult,
+    DeleteHallwayResult,
+    DeleteTunnelResult,
+    FollowTunnelsResult,
+    ListHallwaysResult,
+    ListTunnelsResult,
+)
 from mempalace_cli.storage.catalog import Catalog
 from mempalace_cli.storage.graph_links import (
     HiddenHallway,
@@ -131,7 +139,7 @@ class Tunnels(Part):
         label: str | None = None,
         source_drawer_id: str | None = None,
         target_drawer_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> CreateTunnelResult:
         """Link two rooms (or two drawers in them). The same two ends again, either way round,
         give the same tunnel: its label is updated (when one is given), created is false."""
         label = _clean_label(label)
@@ -164,7 +172,7 @@ class Tunnels(Part):
             self.links.put_tunnel(tunnel)
         return {"success": True, "created": old is None, "tunnel": tunnel.to_dict()}
 
-    def list_tunnels(self, wing: str | None = None) -> dict[str, Any]:
+    def list_tunnels(self, wing: str | None = None) -> ListTunnelsResult:
         """Every explicit tunnel (with `wing`: those with an end in it), oldest first, each
         with the ends that no longer exist (`missing_ends`: their room is empty now, or their
         drawer is gone)."""
@@ -188,7 +196,7 @@ class Tunnels(Part):
             )
         return result
 
-    def delete(self, tunnel_id_: str) -> dict[str, Any]:
+    def delete(self, tunnel_id_: str) -> DeleteTunnelResult:
         with self.lock.hold():
             tunnel = self.links.get_tunnel(tunnel_id_)
             if tunnel is None:
@@ -199,7 +207,7 @@ class Tunnels(Part):
             self.links.delete_tunnels([tunnel.id])
         return {"success": True, "deleted": tunnel.id, "tunnel": tunnel.to_dict()}
 
-    def follow(self, wing: str, room: str) -> dict[str, Any]:
+    def follow(self, wing: str, room: str) -> FollowTunnelsResult:
         """The tunnels at a room and where each leads: the other end's wing and room, its
         drawer count, and the linked drawer's opening words when the tunnel names a drawer."""
         catalog, taxonomy = self._places()
@@ -397,7 +405,7 @@ class Tunnels(Part):
         limit: int = 50,
         offset: int = 0,
         include_hidden: bool = False,
-    ) -> dict[str, Any]:
+    ) -> ListHallwaysResult:
         """Hallways, most shared entities first (with `wing`: those with an end in it), a page
         at a time. Hidden ones are left out and counted (`include_hidden` lists them too,
         marked hidden)."""
@@ -448,7 +456,7 @@ class Tunnels(Part):
                 result["hint"] = "No two rooms share a knowledge-graph entity yet. " + KG_HINT
         return result
 
-    def delete_hallway(self, hid: str) -> dict[str, Any]:
+    def delete_hallway(self, hid: str) -> DeleteHallwayResult:
         """Hide a hallway for good: it is left out of every later listing (and proposal),
         whatever facts or drawers are added; `restore_hallway` brings it back."""
         hidden = self.links.hidden()

@@ -34,6 +34,11 @@ from mempalace_cli.service.diary import entry_row
 from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD, check_content
 from mempalace_cli.service.names import name_to_file, name_to_read
 from mempalace_cli.service.navigation import read_catalog
+from mempalace_cli.service.results import (
+    HookSettingsResult,
+    MemoriesFiledAwayResult,
+    MeshPeersResult,
+)
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 from mempalace_cli.storage.consistency import now_iso
 from mempalace_cli.storage.drawer_ids import candidate_ids, filed_under
@@ -319,7 +324,7 @@ class Upkeep(Part):
         return result
 
     # -- session helpers --------------------------------------------------------------------
-    def memories_filed_away(self) -> dict[str, Any]:
+    def memories_filed_away(self) -> MemoriesFiledAwayResult:
         """What was filed since this was last asked in this process (or since it started),
         then remember that as read."""
         since, skip = self._filed_mark
@@ -393,7 +398,7 @@ class Upkeep(Part):
 
     def hook_settings(
         self, silent_save: bool | None = None, desktop_toast: bool | None = None
-    ) -> dict[str, Any]:
+    ) -> HookSettingsResult:
         from mempalace_cli.common.hook_settings import hook_settings_path, write_hook_settings
 
         for name, value in (("silent_save", silent_save), ("desktop_toast", desktop_toast)):
@@ -410,7 +415,7 @@ class Upkeep(Part):
             "path": str(hook_settings_path(home)),
         }
 
-    def mesh_peers(self) -> dict[str, Any]:
+    def mesh_peers(self) -> MeshPeersResult:
         from mempalace_cli.storage.server_ledger import RETENTION_US, now_us, peer_name
 
         me = peer_name()

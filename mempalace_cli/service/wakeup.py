@@ -15,6 +15,7 @@ from mempalace_cli.memory import aaak, layers
 from mempalace_cli.memory.protocol import PROTOCOL
 from mempalace_cli.service.core import Part
 from mempalace_cli.service.names import name_to_read
+from mempalace_cli.service.results import WakeUpResult
 
 
 class WakeUp(Part):
@@ -37,7 +38,7 @@ class WakeUp(Part):
 
     def wake_up(
         self, wing: str | None = None, budget: int = layers.DEFAULT_BUDGET
-    ) -> dict[str, Any]:
+    ) -> WakeUpResult:
         """L0 identity + L1 essential story + the protocol, in at most `budget` tokens of the
         embedding model's tokenizer. Same palace, same output."""
         if isinstance(budget, bool) or not isinstance(budget, int):

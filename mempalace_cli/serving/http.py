@@ -199,6 +199,22 @@ def _QuietStopServer(config: Any) -> Any:  # noqa: N802  (reads as the class it 
     return _quiet_stop_server_class()(config)
 
 
+def server_config(app: Any, lifespan: str) -> Any:
+    """uvicorn's settings for one of our servers: the slow-client limits, no access log (the
+    front end logs what it serves), DRAIN_SECONDS for open requests at a stop; `lifespan`
+    "on" or "off" as the app needs."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        http=slow_client_protocol(),
+        log_level="warning",
+        access_log=False,
+        lifespan=lifespan,
+        timeout_graceful_shutdown=DRAIN_SECONDS,
+    )
+
+
 def serve_on_socket(config: Any, sock: Any) -> None:
     """Run uvicorn (`config`) on the bound socket `sock` until a stop signal (exit 0)."""
     import anyio
@@ -213,6 +229,7 @@ __all__ = [
     "GRACEFUL_SECONDS",
     "HEAD_SECONDS",
     "StopDeadline",
+    "server_config",
     "serve_on_socket",
     "slow_client_protocol",
 ]

@@ -18,6 +18,8 @@ What a backend owns:
   `FACT_STORES`) and the backend picks which of its two makers to call;
 - its explicit links, tunnels and hidden hallways (`open_links`: SQLite beside the catalogue,
   or a collection on the server);
+- its coordination log (`open_coordination_log`: SQLite in the palace folder, or a collection
+  on the server reached through a client of its own; coordination_log.py);
 - its team (`writers_since`: the machines writing to a server palace; none for a folder),
   its name in reports (`kind`) and where its mined sources are (`sources_on_this_machine`);
 - its identity text (`shared_identity`, `keep_identity`): a server palace keeps one for every
@@ -28,6 +30,7 @@ What a backend owns:
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mempalace_cli.common.config import Settings
+from mempalace_cli.storage import chroma_server
 from mempalace_cli.storage.catalog import Catalog
 from mempalace_cli.storage.chroma_server import ServerOptions
 from mempalace_cli.storage.consistency import (
@@ -43,6 +47,7 @@ from mempalace_cli.storage.consistency import (
     EmbeddedConsistency,
     ServerConsistency,
 )
+from mempalace_cli.storage.coordination_log import ChromaLog, CoordinationLog, SqliteLog
 from mempalace_cli.storage.locking import PalaceLock
 from mempalace_cli.storage.palace_owner import index_dir
 from mempalace_cli.storage.store import DrawerStore
@@ -170,6 +175,12 @@ class PalaceBackend(ABC):
     def open_links(self) -> Any:
         """The palace's link store (created on the first link, never by reading)."""
 
+    # -- the coordination log (coordination_log.py) -----------------------------------------
+    @abstractmethod
+    def open_coordination_log(self) -> CoordinationLog:
+        """The palace's coordination log (created on its first append, never by reading). Its
+        waits run beside the drawers' reads and writes, so it never shares their handles."""
+
     # -- the team ---------------------------------------------------------------------------
     # What kind of store it is, in reports (status, the MCP server's store agreement).
     kind: str = "embedded"
@@ -253,6 +264,9 @@ class EmbeddedBackend(PalaceBackend):
 
         return SqliteLinks(self.index_dir)
 
+    def open_coordination_log(self) -> CoordinationLog:
+        return SqliteLog(self.palace_path)
+
     def start_palace_for_facts(self, catalog: Catalog) -> None:
         if not catalog.exists and not self.store.has_local_data():
             # A new palace: from now on `status` and the other commands see it. (A palace
@@ -327,6 +341,20 @@ class ServerBackend(PalaceBackend):
 
         store = self.store
         return ChromaLinks(lambda: store.client, self.server)
+
+    def open_coordination_log(self) -> CoordinationLog:
+        # A client of the log's own (connected on first use; chromadb is imported then), not
+        # the drawer store's.
+        guard = threading.Lock()
+        client: list[Any] = []
+
+        def client_of() -> Any:
+            with guard:
+                if not client:
+                    client.append(chroma_server.connect(self.server))
+                return client[0]
+
+        return ChromaLog(client_of, self.server)
 
     kind = "chroma-server"
     sources_on_this_machine = False

@@ -31,7 +31,7 @@ from mempalace_cli.common.cjk import CJK_RUN, bigrams, index_text, is_question_g
 from mempalace_cli.common.wordlists import STOPWORDS
 from mempalace_cli.storage import lexical_topk
 from mempalace_cli.storage.filters import DrawerFilter
-from mempalace_cli.storage.sqlite_db import open_palace_db
+from mempalace_cli.storage.sqlite_db import PalaceDb, add_column
 from mempalace_cli.storage.term_postings import TermPostings
 
 # One-time notices (an index upgrade) go to stderr through logging: the core prints nothing.
@@ -255,7 +255,13 @@ def _where(
 class Catalog:
     def __init__(self, palace_path: Path) -> None:
         self.path = palace_path / CATALOG_FILE
-        self._conn: sqlite3.Connection | None = None
+        self._db = PalaceDb(
+            self.path,
+            _SCHEMA,
+            "The palace index",
+            "; the next command rebuilds it from the drawers.",
+            setup=_setup,
+        )
         self._keep_postings = False
         self._postings: TermPostings | None = None
 
@@ -266,21 +272,10 @@ class Catalog:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self._conn = open_palace_db(
-                self.path,
-                _SCHEMA,
-                "The palace index",
-                hint=f"Move it aside (mv {self.path} {self.path}.bad); the next command "
-                "rebuilds it from the drawers.",
-                setup=_setup,
-            )
-        return self._conn
+        return self._db.conn
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._db.close()
         self._postings = None
 
     def keep_postings(self) -> None:
@@ -718,14 +713,7 @@ def ensure_vector_log(conn: sqlite3.Connection) -> None:
 
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring a catalogue made by an older version up to this schema."""
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(drawers)")}
-    if "embedding" not in columns:
-        try:
-            conn.execute("ALTER TABLE drawers ADD COLUMN embedding BLOB")
-        except sqlite3.OperationalError as exc:  # another process upgraded it just now
-            if "duplicate column" not in str(exc):
-                raise
-            return
+    if add_column(conn, "drawers", "embedding", "BLOB"):
         # Its rows have no vectors yet: search uses Chroma until a sync fills them in.
         has_rows = conn.execute("SELECT 1 FROM drawers LIMIT 1").fetchone() is not None
         conn.execute(

@@ -45,6 +45,52 @@ def open_palace_db(
     return conn
 
 
+class PalaceDb:
+    """One SQLite file of the palace, opened with `open_palace_db` on first use and kept open
+    until `close`. A file that can't be read is named as `what`, with the hint "Move it aside
+    (mv ...)" followed by `then` (what happens next)."""
+
+    def __init__(
+        self,
+        path: Path,
+        schema: str,
+        what: str,
+        then: str,
+        setup: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
+        self.path = path
+        self._opening = (schema, what, then, setup)
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            schema, what, then, setup = self._opening
+            hint = f"Move it aside (mv {self.path} {self.path}.bad){then}"
+            self._conn = open_palace_db(self.path, schema, what, hint=hint, setup=setup)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def add_column(conn: sqlite3.Connection, table: str, column: str, declaration: str) -> bool:
+    """Upgrade a file made by an older version: add `column` to `table` when it has none.
+    True when this call added it (False: it was there, or another process added it just
+    now)."""
+    if column in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+        return False
+    try:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    except sqlite3.OperationalError as exc:  # another process upgraded it just now
+        if "duplicate column" not in str(exc):
+            raise
+        return False
+    return True
+
+
 def sqlite_uri(path: Path, **params: str | int) -> str:
     """The SQLite URI of the file at `path` with query `params` (e.g. mode="ro"), every
     character of the path that means something in a URI (`#`, `?`, `%`, spaces, non-ASCII)

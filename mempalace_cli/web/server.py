@@ -34,9 +34,7 @@ def serve_ui(
     """Serve the palace's pages until Ctrl-C or SIGTERM (exit 0 within the stop deadline).
     Raises InvalidInputError, with nothing started, for a host it can't serve (or can't serve
     without a token) or a port it can't have."""
-    import uvicorn
-
-    from mempalace_cli.serving.http import DRAIN_SECONDS, serve_on_socket, slow_client_protocol
+    from mempalace_cli.serving.http import serve_on_socket, server_config
     from mempalace_cli.web.app import Desk, build_app
 
     access = plan_http_access(host, port, token, token_env=TOKEN_ENV)
@@ -48,14 +46,7 @@ def serve_ui(
     except BaseException:
         sock.close()
         raise
-    config = uvicorn.Config(
-        app,
-        http=slow_client_protocol(),
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        timeout_graceful_shutdown=DRAIN_SECONDS,
-    )
+    config = server_config(app, lifespan="off")
     url = access.url("/")
     notes = []
     if read_only:
