@@ -30,6 +30,7 @@ import argparse
 import json
 import math
 import random
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -101,8 +102,76 @@ class Fusion:
             translated,
         )
         if self.params.sibling_weight:  # drawers of one source file (the pipeline's sessions)
-            scores = product.with_siblings(scores, q.get("source", {}), self.params.sibling_weight)
+            scores = product.with_siblings(scores, sources(q), self.params.sibling_weight)
         return product.order(scores, vector, lexical)
+
+
+# -- a drawer read with its neighbours (fusion.with_neighbours) -------------------------------
+# `--turns-as-chunks`: the dialog level's turns filed as chunks of their session (source file
+# = the session, chunk index = the turn's place), as a mined conversation stores them; without
+# it each turn is a source of its own (the fixed protocol as retrieval.py files it), and
+# neither the sibling lift nor the neighbour lift sees anything.
+TURNS_AS_CHUNKS = [False]
+# the pipeline's drawers: conversation -> id -> [session, chunk index] (fusion_data.py)
+LAYOUT: dict[str, dict[str, list[Any]]] = {}
+_PLACES: dict[str, dict[str, tuple[str, int]]] = {}
+
+
+def places(q: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    """id -> (source, chunk index) of every drawer of the question's conversation."""
+    key = f"{q['bench']}/{q['fold_key']}"
+    if key not in _PLACES:
+        out: dict[str, tuple[str, int]] = {}
+        if q["bench"] == "locomo_dialog" and TURNS_AS_CHUNKS[0]:
+            for d in q.get("vector_all_turns", {}):
+                m = re.match(r"D(\d+):(\d+)$", d)
+                if m:
+                    out[d] = (f"session_{m.group(1)}", int(m.group(2)))
+        elif q["bench"] == "locomo_pipeline":
+            out = {d: (s, c) for d, (s, c) in LAYOUT.get(q["fold_key"], {}).items()}
+        _PLACES[key] = out
+    return _PLACES[key]
+
+
+def sources(q: dict[str, Any]) -> dict[str, str]:
+    """id -> source file, for the candidates (and for the drawers a neighbour lift adds)."""
+    if q["bench"] in ("locomo_dialog", "locomo_pipeline"):
+        return {d: s for d, (s, _) in places(q).items()} | q.get("source", {})
+    return q.get("source", {})
+
+
+def beside(q: dict[str, Any], reach: int) -> dict[str, list[str]]:
+    """id -> the ids within `reach` chunks of it in its source (as the search reads them from
+    the catalogue)."""
+    key = f"{q['bench']}/{q['fold_key']}/{reach}"
+    if key not in _PLACES:
+        by: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        for d, (src, n) in places(q).items():
+            by[src].append((n, d))
+        near: dict[str, list[str]] = {}
+        for chunks in by.values():
+            where = dict(chunks)
+            for n, d in chunks:
+                span = range(n - reach, n + reach + 1)
+                near[d] = [where[m] for m in span if m != n and m in where]
+        _PLACES[key] = near  # type: ignore[assignment]
+    return _PLACES[key]  # type: ignore[return-value]
+
+
+def neighbour_sides(
+    q: dict[str, Any], params: product.FusionParams, vector: list, lexical: list
+) -> tuple[list, list]:
+    """Both sides as the search hands them to the fusion with `neighbour_weight`: the first
+    candidates' neighbours added (their cosines computed), every candidate lifted by its
+    neighbours' scores (fusion.with_neighbours)."""
+    cos_all = q.get("vector_all_turns") or q.get("vector_all_drawers")
+    if not params.neighbour_weight or not cos_all:
+        return vector, lexical
+    near = beside(q, params.neighbour_reach)
+    pool = {d for d, _ in (*vector, *lexical)}
+    pool |= {n for d in product.neighbour_seeds(vector, lexical) for n in near.get(d, ())}
+    similarity = {d: cos_all[d] for d in pool if d in cos_all}
+    return product.with_neighbours(vector, lexical, near, similarity, params.neighbour_weight)
 
 
 def vector_side(q: dict[str, Any], how: str) -> list[tuple[str, float]]:
@@ -158,11 +227,15 @@ def score(q: dict[str, Any], f: Fusion) -> dict[str, float]:
         depth = len(q["vector_top"])
         lexical = lexical[:depth]
         params = f.params.with_(depth=depth)
+        if f.params.neighbour_weight:
+            vector, lexical = neighbour_sides(q, f.params, vector, lexical)
         ranked_drawers = Fusion(f.name, f.kind, params, f.doc_vector, f.free, f.bridge).fuse(
             q, vector, lexical
         )
-        ranked = list(dict.fromkeys(q["source"][d] for d in ranked_drawers))
+        ranked = list(dict.fromkeys(sources(q)[d] for d in ranked_drawers))
     else:
+        if f.params.neighbour_weight:
+            vector, lexical = neighbour_sides(q, f.params, vector, lexical)
         ranked = f.fuse(q, vector, lexical)
     gold = set(q["gold"])
     if bench == "lme":
@@ -256,8 +329,18 @@ def choose(
 
 
 # -- candidates -------------------------------------------------------------------------------
+# `--neighbours`: fusions near the shipped one (keyword weight, floor, sibling share) with a
+# drawer lifted by its neighbours' scores (fusion.with_neighbours), at these shares and reaches.
+NEIGHBOUR_BASES = ((4.0, 0.1, 0.25), (4.0, 0.1, 0.0), (3.0, 0.15, 0.5), (5.0, 0.15, 0.25))
+NEIGHBOUR_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
+NEIGHBOUR_REACHES = (1, 2)
+
+
 def candidates(
-    doc_vectors: tuple[str, ...] = ("full",), bridge: bool = False, siblings: bool = False
+    doc_vectors: tuple[str, ...] = ("full",),
+    bridge: bool = False,
+    siblings: bool = False,
+    neighbours: bool = False,
 ) -> list[Fusion]:
     """Single sides, today's fusion, weighted RRF, with `bridge` today's fusion with other
     dictionary-bridge weights (linear or damped share), and the confidence fusion over keyword
@@ -299,6 +382,13 @@ def candidates(
                     ps = p.with_(sibling_weight=sib)
                     name = f"conf {how} wl={wl} sdfloor={floor} siblings={sib}"
                     out.append(Fusion(name, "product", ps, how, free=3 + (floor > 0)))
+    for wl, floor, sib in NEIGHBOUR_BASES if neighbours else ():
+        base = current.with_(lexical_weight=wl, vector_sd_floor=floor, sibling_weight=sib)
+        for reach in NEIGHBOUR_REACHES:
+            for nw in NEIGHBOUR_WEIGHTS:
+                p = base.with_(neighbour_weight=nw, neighbour_reach=reach)
+                name = f"conf product wl={wl} sdfloor={floor} siblings={sib} nb={nw}x{reach}"
+                out.append(Fusion(name, "product", p, "product", free=4 + (sib > 0) + 1))
     return out
 
 
@@ -332,6 +422,19 @@ def main(argv: list[str] | None = None) -> int:
         help="also try a drawer lifted by its best same-file candidate (fusion.with_siblings)",
     )
     ap.add_argument(
+        "--neighbours",
+        action="store_true",
+        help="also try a drawer lifted by the scores of the drawers beside it in its source "
+        "(fusion.with_neighbours; LoCoMo's dialog turns with --turns-as-chunks, and the "
+        "pipeline's exchanges)",
+    )
+    ap.add_argument(
+        "--turns-as-chunks",
+        action="store_true",
+        help="file LoCoMo's dialog turns as chunks of their session (as a mined conversation "
+        "stores them) instead of each turn as its own source",
+    )
+    ap.add_argument(
         "--bilingual-by-direction",
         action="store_true",
         help="judge the bilingual folds by the mean of the four directions' R@3 instead of R@3 "
@@ -339,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     BY_DIRECTION[0] = args.bilingual_by_direction
+    TURNS_AS_CHUNKS[0] = args.turns_as_chunks
+    layout = args.folder / f"locomo_pipeline_layout_{args.model}.json"
+    if layout.exists():
+        LAYOUT.update(json.loads(layout.read_text(encoding="utf-8")))
     qs: list[dict[str, Any]] = []
     for bench in args.only or BENCHES:
         name = "bil" if bench == "bilingual" else bench
@@ -346,7 +453,9 @@ def main(argv: list[str] | None = None) -> int:
         if path.exists():
             qs += json.loads(path.read_text(encoding="utf-8"))
     fold = assign_folds(qs, FOLDS, args.seed)
-    fusions = candidates(tuple(args.doc_vectors), args.bridge_weights, args.siblings)
+    fusions = candidates(
+        tuple(args.doc_vectors), args.bridge_weights, args.siblings, args.neighbours
+    )
     rows = {f.name: [score(q, f) for q in qs] for f in fusions}
     tables = {name: fold_table(qs, r, fold) for name, r in rows.items()}
     best_single = {

@@ -59,10 +59,16 @@ from mempalace_cli.storage.passage_vectors import text_size  # noqa: E402
 LOCOMO_FILES = ("locomo_dev5.json", "locomo_dev_more2.json")
 DEPTH = 50
 PIPELINE_DEPTH = 100
+# Every candidate of a conversation (its turns or drawers number a few hundred): the neighbours'
+# scores, however far down their side ranks them.
+DEEP = 5000
 PASSAGE_CHARS = 800
 # Passage sizes compared (the product's splitter, storage/passage_vectors.py; it ships with
 # PASSAGE_CHARS there): each document's best passage at each size, however long the document.
 PASSAGE_SIZES = (300, 400, 600)
+# The pipeline's drawers per conversation: id -> [session, chunk index] (written beside the
+# pipeline's file, locomo_pipeline_layout_<model>.json).
+LAYOUT: dict[str, dict[str, list[Any]]] = {}
 
 
 class CachingEmbedder:
@@ -299,6 +305,12 @@ def run_locomo(
                     "vector_top": [[d, s] for d, s in top],
                     # each turn read with the one before and after it (measured, not shipped)
                     "vector_window_top": [[d, s] for d, s in by_window[:DEPTH]],
+                    # every turn's cosine and every keyword match, for scoring a turn with its
+                    # neighbours' scores (a turn's neighbours: the turns beside it, dia_id order)
+                    "vector_all_turns": by_turn,
+                    "lexical_all": lexical(
+                        palace, qa["question"], wing, "dialogs", back_d.__getitem__, DEEP
+                    )["lexical"],
                 }
                 | lexical(palace, qa["question"], wing, "dialogs", back_d.__getitem__, DEPTH)
             )
@@ -327,11 +339,18 @@ def mined(
     palace = palace_with(emb, root / f"mined-{wing}", root / "home", model)
     palace.mine(str(folder), mode="convos", wing=wing)
     emb.save()
-    source = {r.id: Path(r.source_file).stem for r in palace.catalog.iter_drawers(wing=wing)}
+    rows = list(palace.catalog.iter_drawers(wing=wing))
+    source = {r.id: Path(r.source_file).stem for r in rows}
+    # each drawer's place in its file (source, chunk index): its neighbours are the chunks
+    # beside it
+    LAYOUT[wing] = {r.id: [Path(r.source_file).stem, r.chunk_index] for r in rows}
     out = []
     for qi, qa in enumerate(sample["qa"]):
         _, vec, lex = palace.searching.search_candidates(
             qa["question"], wing, None, PIPELINE_DEPTH, catalog_distances={}
+        )
+        _, vec_all, lex_all = palace.searching.search_candidates(
+            qa["question"], wing, None, DEEP, catalog_distances={}
         )
         out.append(
             {
@@ -344,6 +363,8 @@ def mined(
                 "lexical": [[i, round(s, 5)] for i, s in lex],
                 "query_weight": round(palace.catalog.query_weight(qa["question"]), 5),
                 "source": {h[0]: source[h[0]] for h in vec} | {i: source[i] for i, _ in lex},
+                "vector_all_drawers": {h[0]: round(1.0 - h[1], 5) for h in vec_all},
+                "lexical_all": [[i, round(s, 5)] for i, s in lex_all],
             }
         )
     palace.close()
@@ -370,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, rows in (("locomo", s), ("locomo_dialog", d), ("locomo_pipeline", p)):
                 if rows:
                     (args.out / f"{name}_{args.model}.json").write_text(json.dumps(rows))
+            if LAYOUT:
+                path = args.out / f"locomo_pipeline_layout_{args.model}.json"
+                path.write_text(json.dumps(LAYOUT))
         if args.bench in ("lme", "all"):
             rows = run_lme(emb, args.model, args.data, root)
             (args.out / f"lme_{args.model}.json").write_text(json.dumps(rows))

@@ -9,7 +9,8 @@ stand-in vectors; 10% mined from generated files, the rest filed with `add_drawe
 --work/s<size> or reused from there when its build.json is present (a `scale.py --work` run
 leaves the same layout). Then, through the service, what the other views show: 500 diary
 entries, 1,000 facts citing drawers (a third of them superseded, so their drawers are stale),
-200 drawers filed a second time (duplicates), 2,000 recorded MCP calls.
+200 drawers filed a second time (duplicates), 2,000 recorded MCP calls, 100 explicit tunnels
+between rooms (as `mempalace tunnels create` makes them, half with a note).
 
 A real `mempalace ui` process serves it (the palace's real model for queries, as a user's
 search); every page is requested --repeats times over HTTP on loopback and its server time
@@ -98,6 +99,26 @@ def enrich(work: Path, pool: TurnPool) -> dict[str, Any]:
     return info
 
 
+def add_tunnels(work: Path, count: int = 100) -> int:
+    """Explicit tunnels between random rooms, through the service (the map draws each)."""
+    done = work / "ui_tunnels.json"
+    if done.exists():
+        return int(json.loads(done.read_text(encoding="utf-8"))["tunnels"])
+    p, _ = stand_in_palace(work / "palace", work / "home", {})
+    rng = random.Random(2929)
+    places = [
+        (w, r) for w, r, _ in p.catalog.counts_by_wing_room() if r != "diary"
+    ]  # fmt: skip
+    made = 0
+    while made < count:
+        (wa, ra), (wb, rb) = rng.sample(places, 2)
+        label = f"bench link {made}: {ra} leads to {rb}" if made % 2 else None
+        made += p.tunnels.create(wa, ra, wb, rb, label=label)["created"]
+    p.close()
+    done.write_text(json.dumps({"tunnels": made}), encoding="utf-8")
+    return made
+
+
 def server_ms(url: str, path: str) -> tuple[int, float, str]:
     import http.client
     from urllib.parse import urlsplit
@@ -135,11 +156,16 @@ def measure(work: Path, info: dict[str, Any], repeats: int) -> dict[str, Any]:
         ready_s = time.perf_counter() - started
         assert status == 200
         wing = info["diary_wing"]
-        pages = {
+        pages: dict[str, str | list[str]] = {
             "map": "/",
             "room (a page of drawers)": "/room?wing=notes&room=topic_03&offset=500",
             "search": f"/search?q={quote(QUERY)}",
             "search, date filter": f"/search?q={quote(QUERY)}&since=2020-01-01",
+            # A new window each time: nothing kept from the request before can answer it.
+            "search, a new date window each time": [
+                f"/search?q={quote(QUERY)}&since=2020-01-{n + 1:02d}&before=2030-01-01"
+                for n in range(repeats + 1)
+            ],
             "drawer": f"/drawer/{info['drawer']}",
             "knowledge graph, entity": f"/kg?entity={quote(info['entity'])}",
             "knowledge graph, as of": f"/kg?entity={quote(info['entity'])}&as_of=2025-06-01",
@@ -156,8 +182,10 @@ def measure(work: Path, info: dict[str, Any], repeats: int) -> dict[str, Any]:
             time.sleep(0.2)
         duplicates_s = time.perf_counter() - t0
         results = {}
-        for name, path in pages.items():
-            runs = [server_ms(url, path) for _ in range(repeats + 1)]
+        for name, paths in pages.items():
+            path = paths if isinstance(paths, str) else paths[0]
+            each = [paths] * (repeats + 1) if isinstance(paths, str) else paths
+            runs = [server_ms(url, one) for one in each]
             bad = [r[0] for r in runs if r[0] != 200]
             if bad:
                 raise RuntimeError(f"{name}: HTTP {bad}\n{runs[0][2][:2000]}")
@@ -179,7 +207,8 @@ def markdown(r: dict[str, Any]) -> str:
     lines = [
         f"Machine: {r['machine']}. Date: {r['date']}. Palace: {r['drawers']:,} drawers "
         f"(benchmarks/scale.py's build) plus 500 diary entries, 1,000 facts, 200 duplicates, "
-        f"2,000 recorded MCP calls. Load average during measurement: {r['load']}.",
+        f"2,000 recorded MCP calls, {r.get('tunnels', 0)} explicit tunnels. Load average "
+        f"during measurement: {r['load']}.",
         "",
         f"`mempalace ui` start to first page: **{r['ready_s']} s**. The Health page's "
         f"duplicate check read the whole palace in the background in {r['duplicates_read_s']} s "
@@ -216,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             built = build(args.size, pool, work, args.batch)
             (work / "build.json").write_text(json.dumps(built), encoding="utf-8")
         info = enrich(work, pool)
+        info["tunnels"] = add_tunnels(work)
         measured = measure(work, info, args.repeats)
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         results = {
@@ -224,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "size": args.size,
             "drawers": info["drawers"],
+            "tunnels": info["tunnels"],
             "repeats": args.repeats,
             "load": load,
             **measured,

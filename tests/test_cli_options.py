@@ -8,10 +8,10 @@ import json
 import re
 
 import pytest
-from typer.main import get_command
 from typer.testing import CliRunner
 
-from mempalace_cli.cli import app
+from mempalace_cli.cli import COMMANDS as LISTED
+from mempalace_cli.cli import app, command_tree
 from mempalace_cli.cli.global_options import hoist_global_options
 
 
@@ -24,7 +24,7 @@ def _command_paths() -> list[list[str]]:
             paths.append([*prefix, name])
             walk(sub, [*prefix, name])
 
-    walk(get_command(app), [])
+    walk(command_tree(), [])
     return paths
 
 
@@ -35,6 +35,19 @@ def test_the_walk_finds_every_command():
     names = {" ".join(p) for p in COMMANDS}
     for expected in ("search", "show", "forget", "mcp-config", "mine", "kg query", "diary read"):
         assert expected in names
+
+
+def test_the_help_lists_each_command_with_the_first_line_of_its_own_help():
+    """`mempalace --help` lists commands from cli.COMMANDS without importing them; each line
+    there must be the command's own (and every command declared must be listed)."""
+    root = command_tree()
+    assert list(root.commands) == list(LISTED), "cli.COMMANDS and the commands declared differ"
+    for name, (_module, summary) in LISTED.items():
+        own = " ".join(root.commands[name].get_short_help_str(limit=1000).split())
+        assert summary == own, f"cli.COMMANDS[{name!r}] says {summary!r}; the command: {own!r}"
+    listed = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "250"}).stdout
+    for name, (_module, summary) in LISTED.items():
+        assert summary[:60] in " ".join(listed.split()), name
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "mempalace")

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.main import get_command
 
-from mempalace_cli.cli import app
+from mempalace_cli.cli import app, command_tree
 from mempalace_cli.cli.env import MODEL_BUILD_NOTICE
 from mempalace_cli.cli.words import cli_words, internal_names_in
 from tests.conftest import NOTES
@@ -164,7 +163,7 @@ def _leaves() -> list[list[str]]:
         for name, sub in (subs or {}).items():
             walk(sub, [*prefix, name])
 
-    walk(get_command(app), [])
+    walk(command_tree(), [])
     return paths
 
 

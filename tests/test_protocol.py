@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 
-import typer.main
-
-from mempalace_cli.cli import app
+from mempalace_cli.cli import command_tree
 from mempalace_cli.embedders.base import get_token_counter
 from mempalace_cli.mcp.tools import MCP_TOOL_NAMES
 from mempalace_cli.memory.layers import PROTOCOL_POINTER
@@ -19,7 +17,7 @@ COMMAND = re.compile(r"\bmempalace ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
 
 def unknown_names(text: str) -> list[str]:
     """Tools and CLI commands named in `text` that don't exist."""
-    root = typer.main.get_command(app)
+    root = command_tree()
     assert hasattr(root, "commands")  # a command group (typer ships its own click)
     bad = [t for t in TOOL.findall(text) if t not in MCP_TOOL_NAMES]
     for cmd, sub in COMMAND.findall(text):

@@ -1,8 +1,9 @@
 """`mempalace ui` in a real headless Chromium (Debian's chromium and chromedriver, driven by
 Selenium), on a copy of the palace mined from examples/notes: every view opens; a search opens
-a drawer; a tunnel is followed on the map; a drawer is forgotten after its confirmation; "as
-of" changes an entity's facts; the language switches; `--read-only` shows no write action and
-refuses writes. One browser and one palace for the module.
+a drawer; a tunnel is followed on the map, a room shared by two wings and an explicit tunnel
+made through the service alike; a drawer is forgotten after its confirmation; "as of" changes
+an entity's facts; the language switches; `--read-only` shows no write action and refuses
+writes. One browser and one palace for the module.
 
 With MEMPALACE_WRITE_SCREENSHOTS=1 the views are saved to docs/screenshots/ (the README's
 pictures): `MEMPALACE_WRITE_SCREENSHOTS=1 pytest tests/test_ui_browser.py`.
@@ -39,9 +40,28 @@ def palace(mined_notes: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     path = palace_copy(mined_notes, base / "palace")
     ids = enrich(path)
     _record_an_mcp_search(path)
+    tunnel = _make_a_tunnel(path)
     home = base / "home"
     home.mkdir()
-    return {"path": path, "home": home, "base": base, **ids}
+    return {"path": path, "home": home, "base": base, "tunnel": tunnel, **ids}
+
+
+TUNNEL_NOTE = "Dropped for the same reason as Auth0: cost & <lock-in>"
+
+
+def _make_a_tunnel(path: Path) -> dict[str, Any]:
+    """An explicit tunnel, as `mempalace tunnels create` makes one: from the meetings of the
+    notes to the archived Electron plan (a wing that stood alone), with a note."""
+    from mempalace_cli.common.config import resolve_settings
+    from mempalace_cli.service import Palace
+
+    p = Palace(resolve_settings(str(path)))
+    try:
+        return p.tunnels.create("notes", "meetings", "archive", "old_plans", label=TUNNEL_NOTE)[
+            "tunnel"
+        ]
+    finally:
+        p.close()
 
 
 def _record_an_mcp_search(path: Path) -> None:
@@ -190,6 +210,100 @@ def test_follow_a_tunnel_on_the_map(browser: webdriver.Chrome, rw: Any) -> None:
     _shot(browser, "map")
     browser.find_element(By.CSS_SELECTOR, "#panel-drawers a.drawer-link").click()
     assert "PagerDuty" in _text(browser, "#drawer-text")
+
+
+# Where on the map an edge can be clicked: the first point along it, from the source's end,
+# that no node (or its label) covers.
+EDGE_POINT = """
+var cy = window.mempalaceMap, edge = cy.getElementById(arguments[0]);
+var a = edge.renderedSourceEndpoint(), b = edge.renderedTargetEndpoint();
+var boxes = cy.nodes().map(function (n) { return n.renderedBoundingBox({includeLabels: true}); });
+for (var i = 10; i < 90; i++) {
+  var p = {x: a.x + (b.x - a.x) * i / 100, y: a.y + (b.y - a.y) * i / 100};
+  var covered = boxes.some(function (bb) {
+    return p.x > bb.x1 - 4 && p.x < bb.x2 + 4 && p.y > bb.y1 - 4 && p.y < bb.y2 + 4;
+  });
+  if (!covered) return p;
+}
+return null;
+"""
+
+
+def test_follow_an_explicit_tunnel_on_the_map(
+    browser: webdriver.Chrome, rw: Any, palace: Any
+) -> None:
+    browser.get(rw.url)
+    _wait(browser, lambda d: d.execute_script("return document.body.dataset.mapReady"))
+    edge_id = "link:" + palace["tunnel"]["id"]
+    drawn = browser.execute_script(
+        "var e = window.mempalaceMap.getElementById(arguments[0]);"
+        "return e.empty() ? null : {source: e.source().id(), target: e.target().id(),"
+        " label: e.data('label'), line: e.style('line-style')}",
+        edge_id,
+    )
+    # Its own kind of edge (dashed), between its two rooms, labelled with its note.
+    assert drawn == {
+        "source": "room:meetings@notes",
+        "target": "room:old_plans@archive",
+        "label": TUNNEL_NOTE[:39] + "…",
+        "line": "dashed",
+    }, drawn
+    # The archive stood alone; the tunnel leads to it now.
+    alone = '#isolated-list a[data-wing="archive"], #isolated-list a[data-wings="archive"]'
+    assert not browser.find_elements(By.CSS_SELECTOR, alone)
+    at = browser.execute_script(EDGE_POINT, edge_id)
+    assert at, "every point of the tunnel's edge is under a node"
+    _click_map_at(browser, at)
+    _shows(browser, "#link-label", TUNNEL_NOTE)
+    assert _selected(browser) == [edge_id]
+    # Follow it to the far end: the room is selected, its drawers listed.
+    _wait(browser, ec.element_to_be_clickable((By.CSS_SELECTOR, 'a.link-end[data-end="target"]')))
+    browser.find_element(By.CSS_SELECTOR, '#map-panel a.link-end[data-end="target"]').click()
+    listed = _text(browser, '#panel-drawers .room-panel[data-wing="archive"]')
+    assert "Electron" in listed, listed
+    assert _selected(browser) == ["room:old_plans@archive"]
+    # The room at the far end names the tunnel and leads back through it.
+    _click_map_at(browser, _node_at(browser, "room:old_plans@archive"))
+    back = _wait(
+        browser,
+        ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, '#panel-links a.link-follow[data-room="meetings"]')
+        ),
+    )
+    assert "cost & <lock-in>" in browser.find_element(By.ID, "panel-links").text
+    back.click()
+    _shows(browser, '#panel-drawers .room-panel[data-wing="notes"]', "notes / meetings")
+    assert _selected(browser) == ["room:meetings@notes"]
+    # The list under the map opens it too; a drawer at its far end opens.
+    tunnel_id = palace["tunnel"]["id"]
+    browser.find_element(By.CSS_SELECTOR, f'#link-list a[data-link="{tunnel_id}"]').click()
+    _shows(browser, "#link-label", TUNNEL_NOTE)
+    browser.find_element(By.CSS_SELECTOR, '#map-panel a.link-end[data-end="target"]').click()
+    _wait(browser, ec.element_to_be_clickable((By.CSS_SELECTOR, "#panel-drawers a.drawer-link")))
+    browser.find_element(By.CSS_SELECTOR, "#panel-drawers a.drawer-link").click()
+    assert "Electron" in _text(browser, "#drawer-text")
+    assert not _errors(browser), _errors(browser)
+
+
+def _node_at(browser: webdriver.Chrome, node: str) -> dict[str, float]:
+    """Where a node is drawn, once the map has stopped moving (it centres what was chosen)."""
+    _wait(browser, lambda d: not d.execute_script("return window.mempalaceMap.animated()"))
+    return browser.execute_script(
+        "return window.mempalaceMap.getElementById(arguments[0]).renderedPosition()", node
+    )
+
+
+def _click_map_at(browser: webdriver.Chrome, at: dict[str, float]) -> None:
+    """Click the map's canvas at a rendered position (what cytoscape says it drew there)."""
+    canvas = browser.find_element(By.ID, "map")
+    size = canvas.size
+    ActionChains(browser).move_to_element_with_offset(
+        canvas, int(at["x"] - size["width"] / 2), int(at["y"] - size["height"] / 2)
+    ).click().perform()
+
+
+def _selected(browser: webdriver.Chrome) -> list[str]:
+    return browser.execute_script("return window.mempalaceMap.$(':selected').map(e => e.id())")
 
 
 def test_forget_a_drawer_with_confirmation(browser: webdriver.Chrome, rw: Any, palace: Any) -> None:

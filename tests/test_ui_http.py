@@ -6,6 +6,7 @@ process, and the catalogue of strings."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -57,6 +58,63 @@ def test_it_is_ready_quickly_and_says_its_server_time(served: Any) -> None:
     # The page follows the browser's language.
     chinese = request(served.url, "/", headers={"Accept-Language": "zh-CN,zh;q=0.9", **HTML})
     assert "宫殿地图" in chinese.body and 'lang="zh-CN"' in chinese.body
+
+
+def _map_data(body: str) -> dict[str, Any]:
+    found = re.search(r'<script type="application/json" id="map-data">(.*?)</script>', body, re.S)
+    assert found, body[:2000]
+    return json.loads(found.group(1))
+
+
+def test_the_map_draws_the_explicit_tunnels_made_through_the_service(served: Any) -> None:
+    """Tunnels made on purpose (`mempalace tunnels create`, mempalace_create_tunnel) are edges
+    of the map between their two rooms, with their note, read in one call (the page made by
+    another process sees them), and each end leads to its room's drawers."""
+    from mempalace_cli.common.config import resolve_settings
+    from mempalace_cli.service import Palace
+
+    before = request(served.url, "/", headers=HTML)
+    assert _map_data(before.body)["links"] == []
+    assert "No explicit tunnels yet" in before.body and "explicit tunnels: 0" in before.body
+    label = 'who decided </script><b>what</b> & "why"'
+    palace = Palace(resolve_settings(str(served.palace)))
+    try:
+        decision = palace.list_drawers(wing="notes", room="decisions", limit=1)["drawers"][0]
+        made = palace.tunnels.create(
+            "notes", "people", "notes", "decisions", label=label,
+            target_drawer_id=decision["drawer_id"],
+        )["tunnel"]  # fmt: skip
+        scratch = palace.add_drawers(
+            [{"wing": "notes", "room": "scratch", "content": "A note filed to be forgotten."}]
+        )["drawer_ids"][0]
+        gone = palace.tunnels.create("notes", "people", "notes", "scratch")["tunnel"]
+        page = request(served.url, "/", headers=HTML)
+        data = _map_data(page.body)
+        assert {link["id"] for link in data["links"]} == {made["id"], gone["id"]}
+        link = next(link for link in data["links"] if link["id"] == made["id"])
+        assert link["label"] == label
+        assert link["source"] == {"wing": "notes", "room": "people", "drawer_id": None}
+        assert link["target"] == {
+            "wing": "notes", "room": "decisions", "drawer_id": decision["drawer_id"]
+        }  # fmt: skip
+        drawn = {(wing, room["room"]) for room in data["rooms"] for wing in room["wings"]}
+        assert {("notes", "people"), ("notes", "decisions"), ("notes", "scratch")} <= drawn
+        # The note is text wherever it shows: it can't end the script or add markup.
+        assert "</script><b>" not in page.body
+        assert "&lt;/script&gt;&lt;b&gt;what&lt;/b&gt; &amp; &#34;why&#34;" in page.body
+        assert f'data-link="{made["id"]}"' in page.body and "explicit tunnels: 2" in page.body
+        # Following it: each end's drawers, as the map's side panel asks for them.
+        for room in ("people", "decisions"):
+            panel = request(served.url, f"/room?panel=1&wing=notes&room={room}", headers=HTML)
+            assert panel.status == 200 and 'class="drawer-link"' in panel.body, panel.body
+        # A tunnel whose room has emptied is not drawn; the page says how to clear it away.
+        palace.forget(drawer_ids=[scratch])
+        page = request(served.url, "/", headers=HTML)
+        assert [link["id"] for link in _map_data(page.body)["links"]] == [made["id"]]
+        assert "leading to a room that holds no drawers any more: 1." in page.body
+        assert "mempalace tunnels prune --yes" in page.body
+    finally:
+        palace.close()
 
 
 def test_a_foreign_host_or_origin_is_refused_and_touches_nothing(served: Any) -> None:

@@ -11,6 +11,7 @@ and the layers under the service for rendering). Nothing imports the CLI.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 import sys
@@ -18,8 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
+import typer.main
+from typer._click.core import Command, Context, HelpFormatter
 from typer._click.exceptions import ClickException
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import Abort
 
 from mempalace_cli import __version__
@@ -38,14 +41,57 @@ from mempalace_cli.cli.global_options import hoist_global_options, wants_json
 from mempalace_cli.cli.help_format import install as install_readable_help
 from mempalace_cli.common import errors
 from mempalace_cli.common.textsafe import is_clean
+from mempalace_cli.embedders import cache as model_cache
 
 install_readable_help()
+
+
+class Listed(TyperCommand):
+    """A command known by its name and help line until it is used: what `mempalace --help`
+    lists, and what suggestions for a mistyped command are chosen from."""
+
+    def __init__(self, name: str, module: str, summary: str) -> None:
+        super().__init__(name, help=summary)
+        self.module = module
 
 
 class PalaceGroup(TyperGroup):
     """Runs the command; maps MemPalaceError and usage errors to output and an exit status, so
     no user error ever shows a traceback. Global options are accepted anywhere: before the
-    command, after it, between a group and its sub-command (`hoist_global_options`)."""
+    command, after it, between a group and its sub-command (`hoist_global_options`).
+
+    Commands load on use: the group starts with a `Listed` stand-in per entry of `COMMANDS`,
+    and the first time a command is looked up to run (or to print its own help) its module is
+    imported and its real commands take the stand-ins' places."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listing = False
+        for name, (module, summary) in COMMANDS.items():
+            self.commands.setdefault(name, Listed(name, module, summary))
+
+    def load(self, module: str) -> None:
+        """Import mempalace_cli.cli.<module> and put the commands it declares in place."""
+        declared = typer.Typer(
+            rich_markup_mode="rich", context_settings=CONTEXT_SETTINGS, add_completion=False
+        )
+        importlib.import_module(f"mempalace_cli.cli.{module}").register(declared)
+        self.commands.update(typer.main.get_group(declared).commands)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        command = self.commands.get(cmd_name)
+        if isinstance(command, Listed) and not self.listing:
+            self.load(command.module)
+            command = self.commands.get(cmd_name)
+        return command
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        """The root's help lists every command from its stand-in, importing none of them."""
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
 
     def main(
         self,
@@ -83,8 +129,6 @@ class PalaceGroup(TyperGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         def as_json() -> bool:  # --json anywhere: hoisted to this group's own option
             return bool(ctx.params.get("json_output"))
-
-        from mempalace_cli.embedders import cache as model_cache
 
         show_core_notes()
         stop_notice = model_cache.on_build(model_build_notice(get_env(ctx)))
@@ -216,47 +260,129 @@ def root(
     env.set_quiet(quiet)
 
 
-def _register() -> None:
-    from mempalace_cli.cli import (
-        activity,
-        coordination,
-        diary,
-        drawers,
-        hooks,
-        identity,
-        kg,
-        mcp_config,
-        migrate,
-        mining,
-        reembed,
-        search,
-        serve,
-        traverse,
-        tunnels,
-        ui,
-        wakeup,
-    )
+# Every command: the module under mempalace_cli/cli/ that declares it (in its `register`) and
+# the line `mempalace --help` lists it with. A command's module is imported only when that
+# command runs or shows its own help, so each module imports what it needs at its top and
+# `mempalace --help` or `kg` never pays for the others (tests/test_cli_import_cost.py). The
+# order is the help's; tests/test_cli_options.py checks each line against the command's help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": (
+        "mining",
+        "Detect rooms from DIRECTORY's layout, write DIRECTORY/mempalace.toml, create the palace.",
+    ),
+    "mine": (
+        "mining",
+        "File every text, code and document file of a folder (or one file) into the palace.",
+    ),
+    "search": ("search", "Find the drawers that best answer QUERY (lexical + semantic ranking)."),
+    "status": (
+        "search",
+        "Show the palace: where it is, how many drawers, and drawers per wing and room.",
+    ),
+    "show": (
+        "drawers",
+        "Print one drawer whole, with its metadata and its neighbours in its file.",
+    ),
+    "drawers": (
+        "drawers",
+        "List drawers, newest first: id, wing and room, source, date and the start of the text.",
+    ),
+    "forget": (
+        "drawers",
+        "Remove drawers: by id, by source file or folder, or a whole wing or room.",
+    ),
+    "serve-mcp": ("serve", "Serve the palace to AI agents over MCP (the Model Context Protocol)."),
+    "mcp-config": (
+        "mcp_config",
+        "Print the exact command or config snippet that connects an MCP client to this palace.",
+    ),
+    "wake-up": (
+        "wakeup",
+        "Print identity (L0), the essential story (L1) and the memory protocol, within a budget.",
+    ),
+    "traverse": (
+        "traverse",
+        "Walk the palace graph from ROOM; show tunnels between wings, stats, or export it.",
+    ),
+    "reembed": ("reembed", "Embed every drawer again with MODEL and switch the palace to it."),
+    "models": (
+        "reembed",
+        "List the embedding models, and which one this palace and new palaces use.",
+    ),
+    "migrate": (
+        "migrate",
+        "Copy drawers (with their vectors, no re-embedding), facts, diaries "
+        "and identity between the palace folder and a Chroma server; run it again to "
+        "resume; verified at the end.",
+    ),
+    "identity": (
+        "identity",
+        "Show the identity text wake-up starts with, or set it with --set FILE.",
+    ),
+    "activity": ("activity", "Show the MCP calls AI clients made to this palace, newest first."),
+    "rules": (
+        "hooks",
+        "Print the memory protocol as a block for an agent's instruction file, or write it in.",
+    ),
+    "split": (
+        "hooks",
+        "Split transcript files that hold several sessions (Claude Code or Codex "
+        "JSONL run together, or a terminal dump of many Claude Code runs) into one file "
+        "per session.",
+    ),
+    "audit": (
+        "hooks",
+        "Score how well the palace is organised (0-100) and say what to fix, "
+        "each with the command that fixes it: flat wings, one-drawer rooms, drawers of "
+        "deleted files, copies, names spelled two ways, one-off fact predicates, diaries "
+        "apart from their projects.",
+    ),
+    "ui": (
+        "ui",
+        "See the palace in a web browser: its map, search, drawers, facts, diaries, "
+        "health and what AI agents did.",
+    ),
+    "kg": ("kg", "Facts with a history: who owns what, since when, and until when."),
+    "diary": (
+        "diary",
+        "An agent's diary: entries are drawers in wing_<agent> / diary, searchable too.",
+    ),
+    "tunnels": (
+        "tunnels",
+        "Explicit tunnels: links you make between two rooms (or two "
+        "drawers), walked by `mempalace traverse`.",
+    ),
+    "hallways": (
+        "tunnels",
+        "Hallways: rooms linked through the knowledge-graph entities "
+        "(people, projects, tools) they share.",
+    ),
+    "log": (
+        "coordination",
+        "The coordination log: events agents hand work through (append, list, wait, ack).",
+    ),
+    "task": ("coordination", "Tasks handed between agents through the coordination log."),
+    "artifact": (
+        "coordination",
+        "Exact text handed over through the palace (a patch, a file, a log), by id.",
+    ),
+    "hook": (
+        "hooks",
+        "Claude Code and Codex hooks: file each session's transcript into the "
+        "palace when it stops, ends or is about to be compacted, once however often they "
+        "run.",
+    ),
+}
 
-    mining.register(app)
-    search.register(app)
-    drawers.register(app)
-    serve.register(app)
-    mcp_config.register(app)
-    wakeup.register(app)
-    kg.register(app)
-    diary.register(app)
-    traverse.register(app)
-    reembed.register(app)
-    migrate.register(app)
-    identity.register(app)
-    activity.register(app)
-    tunnels.register(app)
-    coordination.register(app)
-    hooks.register(app)
-    ui.register(app)
 
-
-_register()
+def command_tree() -> PalaceGroup:
+    """The whole command line as click objects, every command loaded: for tests and the
+    README's generated tables, which walk it."""
+    root = typer.main.get_command(app)
+    assert isinstance(root, PalaceGroup)
+    for module in dict.fromkeys(module for module, _ in COMMANDS.values()):
+        root.load(module)
+    return root
 
 
 def main() -> None:

@@ -12,7 +12,10 @@ import typer
 from mempalace_cli.cli.env import Env, escape, get_env, markup, print_json, report_not_found
 from mempalace_cli.cli.options import flag, json_option, option
 from mempalace_cli.cli.tables import make_table
+from mempalace_cli.cli.words import internal_names_in
 from mempalace_cli.common import errors
+from mempalace_cli.mcp.tools import MCP_TOOL_NAMES
+from mempalace_cli.service.audit import activity_folder, read_activity
 
 if TYPE_CHECKING:
     from mempalace_cli.service.audit import ActivityRow
@@ -42,7 +45,6 @@ def activity(
 
     Example: mempalace activity --tool search --limit 50
     """
-    from mempalace_cli.service.audit import activity_folder, read_activity
 
     env = get_env(ctx)
     palace = env.palace()
@@ -76,13 +78,11 @@ def activity(
 def _tool_name(tool: str, json_output: bool) -> str:
     """The full tool name for --tool (search -> mempalace_search); an unknown name is "not
     found" with the closest tool names."""
-    from mempalace_cli.mcp.tools import MCP_TOOL_NAMES
 
     name = tool.strip()
     full = name if name.startswith("mempalace_") else f"mempalace_{name}"
     if full in MCP_TOOL_NAMES:
         return full
-    from mempalace_cli.cli.words import internal_names_in
 
     short = [n.removeprefix("mempalace_") for n in MCP_TOOL_NAMES]
     close = difflib.get_close_matches(full.removeprefix("mempalace_"), short, n=3, cutoff=0.6)

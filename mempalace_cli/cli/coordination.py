@@ -20,7 +20,8 @@ from mempalace_cli.cli.env import Env, get_env, markup, print_json
 from mempalace_cli.cli.options import argument, command_group, flag, json_option, option
 from mempalace_cli.cli.secret_lines import say_redacted
 from mempalace_cli.cli.tables import make_table
-from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.cli.words import cli_words
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError, from_os_error
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -261,8 +262,6 @@ def log_list(
 
 
 def _cli_hint(text: str | None) -> str:
-    from mempalace_cli.cli.words import cli_words
-
     return cli_words(text) or ""
 
 
@@ -589,8 +588,6 @@ def artifact_put(
 
 
 def _read_file(path: Path) -> bytes:
-    from mempalace_cli.common.errors import NotFoundError, from_os_error
-
     if not path.is_file():
         raise NotFoundError(
             f"No file {path}." if not path.exists() else f"{path} is not a file.",
@@ -624,7 +621,6 @@ def artifact_get(
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    from mempalace_cli.common.errors import from_os_error
 
     target = Path(output)
     try:

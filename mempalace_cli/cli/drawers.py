@@ -13,9 +13,15 @@ from mempalace_cli.cli.env import Env, get_env, markup, print_json, report_not_f
 from mempalace_cli.cli.hits import INDENT, drawer_lines, print_indented, where_label
 from mempalace_cli.cli.options import argument, flag, json_option, option
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.common.lazy import lazy
+from mempalace_cli.miners.dates import SOURCES
+from mempalace_cli.storage.drawer_ids import expand_prefix
 
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
+
+rich_table = lazy("rich.table")
+rich_text = lazy("rich.text")
 
 FORGET_BATCH = 1000  # ids per forget call (the service's per-call cap)
 LISTED = 20  # drawers listed by name before "... and N more"
@@ -59,29 +65,38 @@ def show(
 
 
 def render_drawer(env: Env, drawer: dict[str, Any], neighbours: dict[str, Any]) -> None:
-    from rich.text import Text
-
     out = env.out
     meta = drawer.get("metadata") or {}
     out.print(
-        Text.assemble(
+        rich_text.Text.assemble(
             (drawer["drawer_id"], "bold"), "   ", (drawer["wing"] + " / " + drawer["room"], "bold")
         ),
         highlight=False,
     )
     place = f"   drawer {neighbours['position']} of {neighbours['total']} in its file"
-    out.print(Text.assemble((where_label(drawer), "cyan"), (place, "dim")), highlight=False)
+    out.print(
+        rich_text.Text.assemble((where_label(drawer), "cyan"), (place, "dim")), highlight=False
+    )
     out.print()
     print_indented(out, drawer_lines(out, drawer, "", True, max(out.width - INDENT, 20)), 0)
     out.print()
     shown = {k: v for k, v in meta.items() if k not in HIDDEN_META and v not in (None, "")}
-    out.print(Text("filed at ", style="dim") + Text(str(drawer.get("filed_at") or "-")))
-    out.print(Text("dated    ", style="dim") + Text(_dated(drawer, meta)), highlight=False)
+    out.print(
+        rich_text.Text("filed at ", style="dim")
+        + rich_text.Text(str(drawer.get("filed_at") or "-"))
+    )
+    out.print(
+        rich_text.Text("dated    ", style="dim") + rich_text.Text(_dated(drawer, meta)),
+        highlight=False,
+    )
     for key in sorted(shown):
-        out.print(Text(key + ": ", style="dim") + Text(str(shown[key])), highlight=False)
+        out.print(
+            rich_text.Text(key + ": ", style="dim") + rich_text.Text(str(shown[key])),
+            highlight=False,
+        )
     if neighbours["before"] or neighbours["after"]:
         out.print()
-        out.print(Text("In the same file:", style="bold"))
+        out.print(rich_text.Text("In the same file:", style="bold"))
         for item in neighbours["before"][::-1]:
             _neighbour_line(env, "before", item)
         for item in neighbours["after"]:
@@ -90,7 +105,6 @@ def render_drawer(env: Env, drawer: dict[str, Any], neighbours: dict[str, Any]) 
 
 def _dated(drawer: dict[str, Any], meta: dict[str, Any]) -> str:
     """The date search --since/--before read (filters.py), and where it came from."""
-    from mempalace_cli.miners.dates import SOURCES
 
     stamp, source = meta.get("date"), SOURCES.get(str(meta.get("date_source")), "")
     if stamp and not source:
@@ -224,7 +238,6 @@ def full_id(palace: Palace, text: str, missing_ok: bool = False) -> str:
     """The drawer id `text` stands for: itself, or the one id it is a unique start of (see
     `drawer_ids.expand_prefix`). With `missing_ok`, an id nothing matches comes back as
     given (the caller reports it)."""
-    from mempalace_cli.storage.drawer_ids import expand_prefix
 
     palace.require()
     palace.sync()
@@ -337,8 +350,6 @@ def _drawer_table(env: Env, listed: list[dict[str, Any]]) -> None:
     """Id, wing / room, source file, date and text, one line each, fitted to the terminal:
     the id is never cut; the date, then the source, go when there is no room; the text takes
     what is left."""
-    from rich.table import Table
-    from rich.text import Text
 
     rows = [
         {
@@ -358,14 +369,16 @@ def _drawer_table(env: Env, listed: list[dict[str, Any]]) -> None:
             break
         del widths[dropped]
     text_width = max(10, env.out.width - sum(widths.values()) - gap * len(widths) - 1)
-    table = Table(box=None, pad_edge=False, padding=(0, gap, 0, 0), header_style="bold dim")
+    table = rich_table.Table(
+        box=None, pad_edge=False, padding=(0, gap, 0, 0), header_style="bold dim"
+    )
     styles = {"id": "bold", "wing / room": "cyan", "filed": "dim"}
     for name, width in [*widths.items(), ("text", text_width)]:
         table.add_column(
             name, width=width, no_wrap=True, overflow="ellipsis", style=styles.get(name, "")
         )
     for row in rows:
-        table.add_row(*(Text(row[name]) for name in [*widths, "text"]))
+        table.add_row(*(rich_text.Text(row[name]) for name in [*widths, "text"]))
     env.out.print(table)
 
 

@@ -23,13 +23,23 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from mempalace_cli.cli.words import cli_words
 from mempalace_cli.common import errors
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.serialize import to_json
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mempalace_cli.service import Palace
+
+rich_console = lazy("rich.console")
+rich_markup = lazy("rich.markup")
+
+# Every command that opens the palace reaches the service through Env.palace(); `--help`,
+# `mcp-config` and `rules` never do, so they don't import it.
+service = lazy("mempalace_cli.service")
 
 # Exit statuses: one table for the CLI and the MCP server, kept in errors.py.
 EXIT_OK = errors.EXIT_OK
@@ -87,9 +97,6 @@ class Env:
 
     def palace(self) -> Palace:
         if self._palace is None:
-            from mempalace_cli.common.config import resolve_settings
-            from mempalace_cli.service import open_palace
-
             settings = resolve_settings(
                 self.palace_option,
                 self.chroma_url,
@@ -97,7 +104,7 @@ class Env:
                 chroma_ca_file=self.chroma_ca_file,
                 chroma_database=self.chroma_database,
             )
-            self._palace = open_palace(settings=settings)
+            self._palace = service.open_palace(settings=settings)
         return self._palace
 
 
@@ -168,9 +175,8 @@ def make_console(stderr: bool = False, quiet: bool = False) -> Console:
     terminal it wraps to the terminal's width, with colour; to a pipe or a file it has no colour
     and is as wide as any line, so nothing is wrapped or cut. rich is imported here, on first
     use (see Env)."""
-    from rich.console import Console
 
-    console = Console(stderr=stderr, quiet=quiet, emoji=False, soft_wrap=False)
+    console = rich_console.Console(stderr=stderr, quiet=quiet, emoji=False, soft_wrap=False)
     # A closed pipe ends the command through the CLI's one exit edge (status 141, quietly),
     # not rich's own exit 1.
     console.on_broken_pipe = _raise_broken_pipe  # type: ignore[method-assign]
@@ -185,9 +191,8 @@ def _raise_broken_pipe() -> None:
 
 def escape(text: object) -> str:
     """One value, shown as it is inside rich markup (`markup("{}", value)`)."""
-    from rich.markup import escape as rich_escape
 
-    return rich_escape(str(text))
+    return rich_markup.escape(str(text))
 
 
 class _EscapingFormatter(string.Formatter):
@@ -240,7 +245,6 @@ def report_error(exc: errors.MemPalaceError, as_json: bool) -> int:
     """The CLI's one error edge: the message and hint in CLI words (`cli_words`), on stderr as
     "Error: ... / Hint: ..." or, with --json, as {"error": {message, hint, kind}} on stdout;
     returns the exit status."""
-    from mempalace_cli.cli.words import cli_words
 
     failure = errors.failure_of(exc)  # the one mapping, shared with the MCP server
     message, hint = cli_words(failure.message) or "", cli_words(failure.hint)
@@ -267,7 +271,6 @@ def report_not_found(
     the closest names on stderr, exit status 4 (NotFoundError's). With --json, the command's
     own result document (empty results, suggestions) plus the same `error` object that every
     failing command prints."""
-    from mempalace_cli.cli.words import cli_words
 
     message, hint = cli_words(message) or "", cli_words(hint)
     if as_json:

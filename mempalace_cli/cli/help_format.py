@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from typer.core import TyperArgument, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from mempalace_cli.common.lazy import lazy
+
+rich_utils = lazy("typer.rich_utils")  # imports rich: only when help is printed
 
 
 def _option_metavar(self: TyperOption, ctx: Any) -> str | None:
@@ -47,8 +51,6 @@ def _reflowing(format_help: Any) -> Any:
     help is printed (rich is loaded then anyway), so importing the CLI stays free of rich."""
 
     def wrapped(self: Any, ctx: Any, formatter: Any) -> Any:
-        from typer import rich_utils
-
         rich_utils._fix_linebreaks = _reflowed  # type: ignore[attr-defined]
         return format_help(self, ctx, formatter)
 
@@ -56,8 +58,6 @@ def _reflowing(format_help: Any) -> Any:
 
 
 def install() -> None:
-    from typer.core import TyperCommand, TyperGroup
-
     for cls in (TyperCommand, TyperGroup):
         cls.format_help = _reflowing(cls.format_help)  # type: ignore[method-assign]
     TyperOption.display_type_rich = _option_metavar  # type: ignore[method-assign]

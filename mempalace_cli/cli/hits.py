@@ -9,11 +9,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.search.passages import best_passage, query_terms, term_spans
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
+
+rich_text = lazy("rich.text")
 
 HIGHLIGHT = "bold yellow"
 INDENT = 3
@@ -65,9 +68,7 @@ def fit_path(label: str, width: int) -> str:
 
 
 def highlighted(line: str, terms: set[str]) -> Text:
-    from rich.text import Text
-
-    text = Text(line)
+    text = rich_text.Text(line)
     for start, end in term_spans(line, terms):
         text.stylize(HIGHLIGHT, start, end)
     return text
@@ -78,18 +79,19 @@ def numbered_lines(
 ) -> list[Text]:
     """Each line after its source line number; a long line wraps at word boundaries and
     continues under itself, not under the number. No trailing padding."""
-    from rich.text import Text
 
     last = "" if first_number is None else str(first_number + len(lines) - 1)
     gutter = len(last)
     room = max(width - gutter - 3, 10)
-    out: list[Text] = []
+    out: list[rich_text.Text] = []
     for i, line in enumerate(lines):
         number = "" if first_number is None else str(first_number + i)
-        pieces = highlighted(line, terms).wrap(console, room, overflow="fold") or [Text("")]
+        pieces = highlighted(line, terms).wrap(console, room, overflow="fold") or [
+            rich_text.Text("")
+        ]
         for n, piece in enumerate(pieces):
             lead = f"{number:>{gutter}} │ " if n == 0 else " " * (gutter + 3)
-            line_text = Text(lead, style="dim") + piece
+            line_text = rich_text.Text(lead, style="dim") + piece
             line_text.rstrip()
             out.append(line_text)
     return out
@@ -100,7 +102,6 @@ def drawer_lines(
 ) -> list[Text]:
     """The passage of the drawer that best matches `query` (or all of it with `full`), with
     ⋮ marking drawer lines left out."""
-    from rich.text import Text
 
     text = item.get("text") or ""
     terms = query_terms(query) if query else set()
@@ -114,23 +115,20 @@ def drawer_lines(
         before, after = passage.cut_before, passage.cut_after
     number = start + first if isinstance(start, int) else None
     body = numbered_lines(console, lines, number, terms, width)
-    gap = Text("  ⋮", style="dim")
+    gap = rich_text.Text("  ⋮", style="dim")
     return ([gap] if before else []) + body + ([gap] if after else [])
 
 
 def print_indented(console: Console, lines: list[Text], indent: int = INDENT) -> None:
-    from rich.text import Text
-
     for line in lines:
-        console.print(Text(" " * indent) + line, no_wrap=True, overflow="crop")
+        console.print(rich_text.Text(" " * indent) + line, no_wrap=True, overflow="crop")
 
 
 def wrap_segments(segments: list[Text], width: int, indent: int = INDENT) -> Text:
     """Segments joined by three spaces on one line while they fit, else continued on the
     next line (indented): a label is never parted from its value."""
-    from rich.text import Text
 
-    line = Text()
+    line = rich_text.Text()
     used = 0
     for segment in segments:
         if used and used + 3 + segment.cell_len > width:
@@ -147,9 +145,8 @@ def wrap_segments(segments: list[Text], width: int, indent: int = INDENT) -> Tex
 def copies_note(item: dict[str, Any]) -> list[Text]:
     """`(+2 copies)` beside a search hit that stands for copies of its text elsewhere in the
     palace (search folds them into one hit; `--json` lists their ids in duplicate_ids)."""
-    from rich.text import Text
 
     count = item.get("duplicates") or 0
     if not count:
         return []
-    return [Text(f"(+{count} {'copy' if count == 1 else 'copies'})", style="yellow")]
+    return [rich_text.Text(f"(+{count} {'copy' if count == 1 else 'copies'})", style="yellow")]

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -26,10 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from mempalace_cli.cli import mcp_config  # each other's: import the module
 from mempalace_cli.cli.env import CONTEXT_SETTINGS, Env, get_env, markup, print_json
 from mempalace_cli.cli.options import argument, command_group, flag, json_option, option
 from mempalace_cli.cli.secret_lines import say_redacted
-from mempalace_cli.common import errors
+from mempalace_cli.cli.words import cli_words
+from mempalace_cli.common import config, errors
+from mempalace_cli.common.config import resolve_settings
+from mempalace_cli.memory.protocol import PROTOCOL
+from mempalace_cli.service.sessions import MAX_INPUT_CHARS, codex_home, parse_hook_input
 
 if TYPE_CHECKING:
     from mempalace_cli.service.sessions import HookEvent, Sessions
@@ -114,7 +120,6 @@ def hook_run(
     try:
         raw, extras = _hook_input(payload, list(ctx.args))
         sessions = env.palace().sessions
-        from mempalace_cli.service.sessions import parse_hook_input
 
         event = parse_hook_input(raw, harness, hook)
         tag = _tag(event)
@@ -148,7 +153,6 @@ def hook_run(
 def _hook_input(payload: str | None, extras: list[str]) -> tuple[str, list[str]]:
     """The event's JSON (the argument that holds it, else standard input) and the other
     arguments, which are ignored."""
-    from mempalace_cli.service.sessions import MAX_INPUT_CHARS
 
     given = [a for a in [payload, *extras] if a is not None]
     json_args = [a for a in given if a.lstrip().startswith("{")]
@@ -181,8 +185,6 @@ def _note(sessions: Sessions, message: str) -> None:
 def _problem(sessions: Sessions | None, tag: str, exc: BaseException) -> None:
     """A failure, said in the log and in one line on stderr; the hook still exits 0."""
     if isinstance(exc, errors.MemPalaceError):
-        from mempalace_cli.cli.words import cli_words
-
         failure = errors.failure_of(exc)
         message = cli_words(failure.message) or ""
         if failure.hint:
@@ -223,10 +225,8 @@ def _file_in_background(
 ) -> int:
     """Start `mempalace hook file` for this transcript in a process of its own (its own
     session, so the client's exit does not end it), and return its process id."""
-    from mempalace_cli.cli.mcp_config import server_command
-    from mempalace_cli.common import config
 
-    command = [*server_command(), "hook", "file", str(transcript), "--from-hook"]
+    command = [*mcp_config.server_command(), "hook", "file", str(transcript), "--from-hook"]
     command += ["--agent", event.harness]
     if event.session_id:
         command += ["--session-id", event.session_id]
@@ -394,8 +394,6 @@ def hook_settings(client: str, command: list[str]) -> dict[str, Any]:
 
 def default_settings_file(client: str) -> Path:
     if client == "codex":
-        from mempalace_cli.service.sessions import codex_home
-
         return codex_home() / "hooks.json"
     return Path.home() / ".claude" / "settings.json"
 
@@ -443,8 +441,6 @@ def hook_config(
     json_output: bool,
 ) -> None:
     """`mempalace mcp-config --hooks CLIENT [--write [--file PATH] [--yes]]`."""
-    from mempalace_cli.cli.mcp_config import server_command
-    from mempalace_cli.common.config import resolve_settings
 
     env = get_env(ctx)
     if client is None or client.lower() not in HOOK_CLIENTS:
@@ -455,7 +451,7 @@ def hook_config(
     client = HOOK_CLIENTS[client.lower()]
     settings = resolve_settings(env.palace_option, env.chroma_url)
     palace = str(Path(settings.palace_path).expanduser().resolve())
-    command = [*server_command(), "--palace", palace]
+    command = [*mcp_config.server_command(), "--palace", palace]
     if settings.chroma_url:
         command += ["--chroma-url", settings.chroma_url]
     ours = hook_settings(client, command)
@@ -561,7 +557,6 @@ def _read_settings(path: Path) -> tuple[str, dict[str, Any]]:
 
 def _write_settings(path: Path, text: str) -> Path | None:
     """Write `text` to `path` through a temporary file; an old file is kept as PATH.bak."""
-    import shutil
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -587,7 +582,6 @@ RULES_END = "<!-- mempalace:rules:end -->"
 def rules_block(agent: str | None = None) -> str:
     """The memory protocol (memory/protocol.py) as a block for an agent's instruction file,
     between markers that let `rules --write` find and replace it."""
-    from mempalace_cli.memory.protocol import PROTOCOL
 
     lines = [
         RULES_START,
@@ -682,8 +676,6 @@ def _write_text(path: Path, text: str) -> None:
         tmp = path.with_name(f".{path.name}.mempalace-tmp")
         tmp.write_text(text, encoding="utf-8")
         if path.exists():
-            import shutil
-
             shutil.copymode(path, tmp)
         os.replace(tmp, path)
     except OSError as exc:

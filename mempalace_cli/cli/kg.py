@@ -10,6 +10,7 @@ import typer
 from mempalace_cli.cli.env import Env, did_you_mean, get_env, markup, print_json, report_not_found
 from mempalace_cli.cli.options import argument, command_group, json_option, option
 from mempalace_cli.cli.tables import make_table, print_counts
+from mempalace_cli.memory.kg import FactInput
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -74,7 +75,6 @@ def add(
 
     Example: mempalace kg add MyProject uses Clerk --from 2026-03-26
     """
-    from mempalace_cli.memory.kg import FactInput
 
     env = get_env(ctx)
     fact = FactInput(

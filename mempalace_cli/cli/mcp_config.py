@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 
+from mempalace_cli.cli import hooks as hooks_module  # each other's: import the module
 from mempalace_cli.cli.env import get_env, print_json
 from mempalace_cli.cli.options import flag, json_option, option
 from mempalace_cli.common.config import resolve_settings
@@ -118,9 +119,7 @@ def mcp_config(
     Example: mempalace mcp-config --client claude-desktop --palace ~/.mempalace/palace
     """
     if hooks is not None or write or settings_file is not None:
-        from mempalace_cli.cli.hooks import hook_config
-
-        hook_config(ctx, hooks, write, settings_file, yes, json_output)
+        hooks_module.hook_config(ctx, hooks, write, settings_file, yes, json_output)
         return
     env = get_env(ctx)
     settings = resolve_settings(env.palace_option, env.chroma_url)

@@ -18,11 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rich.cells import cell_len
-from rich.console import Console, Group, RenderableType
-from rich.progress import Progress, Task
-from rich.spinner import Spinner
-from rich.text import Text
+# rich, directly: MineLine subclasses its Progress. Only `mine` and `init` import this module,
+# and they load the model anyway.
+from rich.cells import cell_len  # lazy: only mine/init import this module
+from rich.console import Console, Group, RenderableType  # lazy: only mine/init import this
+from rich.progress import Progress, Task  # lazy: only mine/init import this module
+from rich.spinner import Spinner  # lazy: only mine/init import this module
+from rich.text import Text  # lazy: only mine/init import this module
 
 SCAN, FILE = "scan", "file"
 GAP = "  "

@@ -10,16 +10,23 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from mempalace_cli.cli.env import EXIT_INTERRUPTED, Env, escape, get_env, markup, print_json
+from mempalace_cli.cli.mine_progress import MineProgress, stop_on_ctrl_c
 from mempalace_cli.cli.options import argument, flag, json_option, option
 from mempalace_cli.cli.secret_lines import KEEP_SECRETS_HELP, render_secrets
 from mempalace_cli.cli.tables import make_table
+from mempalace_cli.cli.watching import watch_folder
 from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.common.lazy import lazy
+from mempalace_cli.service.mine_common import MoveDeclined, describe_displaced
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mempalace_cli.cli.mine_progress import MineProgress
     from mempalace_cli.service.mine_common import ConfirmMovesFn
+
+rich_console = lazy("rich.console")
+rich_table = lazy("rich.table")
 
 
 def init(
@@ -123,15 +130,11 @@ def mine(
     )  # fmt: skip
     resume = resume_command(env, directory, options)
     # Imported here: rich is slow to import (see Env), and the service with it.
-    from mempalace_cli.cli.mine_progress import MineProgress, stop_on_ctrl_c
-    from mempalace_cli.service.mine_common import MoveDeclined
 
     progress = MineProgress(progress_console(env, json_output))
     confirm = move_confirmation(env, yes, json_output)
     try:
         if watch:
-            from mempalace_cli.cli.watching import watch_folder
-
             watch_folder(
                 env, directory, wing, agent, mode, poll, json_output, progress, confirm,
                 keep_secrets=keep_secrets,
@@ -215,10 +218,8 @@ def report_interrupted(progress: MineProgress, resume: str, json_output: bool) -
         print_json({"error": {"message": what, "hint": hint, "kind": "interrupted"},
                     "kept": kept})  # fmt: skip
     else:
-        from rich.console import Console
-
         # Plain text: a folder named like markup ("[notes]") is printed as it is.
-        console = Console(stderr=True, soft_wrap=True, emoji=False)
+        console = rich_console.Console(stderr=True, soft_wrap=True, emoji=False)
         console.print(message, highlight=False, markup=False)
 
 
@@ -227,8 +228,6 @@ def move_confirmation(env: Env, yes: bool, json_output: bool) -> ConfirmMovesFn:
     on a terminal, the person says; otherwise the run is refused, saying what to do."""
 
     def confirm(move: dict[str, Any]) -> bool:
-        from mempalace_cli.service.mine_common import describe_displaced
-
         if yes:
             return True
         what = describe_displaced(move["displaced"], move["wing"], move["mode"])
@@ -259,13 +258,11 @@ def progress_console(env: Env, json_output: bool) -> Console | None:
 
 
 def render_mine_report(env: Env, report: dict[str, Any]) -> None:
-    from rich.table import Table
-
     out = env.out
     files, drawers = report["files"], report["drawers"]
     title, wing = "Dry run: nothing was written." if report["dry_run"] else "Mined", report["wing"]
     out.print(markup("[bold]{}[/] {} into wing [cyan]{}[/]", title, report["directory"], wing))
-    table = Table(box=None, show_header=False, pad_edge=False)
+    table = rich_table.Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
     would = "to " if report["dry_run"] else ""
@@ -281,8 +278,6 @@ def render_mine_report(env: Env, report: dict[str, Any]) -> None:
         render_plan(env, report["plan"])
     out.print(table)
     if report.get("displaced"):
-        from mempalace_cli.service.mine_common import describe_displaced
-
         what = describe_displaced(report["displaced"], report["wing"], report["mode"])
         verb = "Would move" if report["dry_run"] else "Moved"
         out.print(markup("{} {}.", verb, what), highlight=False, soft_wrap=True)

@@ -36,6 +36,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
+from mempalace_cli.cli import command_tree
+from mempalace_cli.common.lazy import lazy
+from mempalace_cli.embedders.base import get_token_counter
+from mempalace_cli.mcp.doc import listed_tools, replace_block, tools_block
+from mempalace_cli.mcp.server import build_server
+from mempalace_cli.memory.protocol import PROTOCOL, PROTOCOL_TOKEN_BUDGET
+from mempalace_cli.service import open_palace
+
+anyio = lazy("anyio")
+mcp = lazy("mcp")
+
 REPO = Path(__file__).resolve().parents[2]
 NOTES = REPO / "examples" / "notes"
 DOCS = REPO / "docs"
@@ -162,8 +175,6 @@ class Sandbox:
 
 @contextmanager
 def sandbox() -> Iterator[Sandbox]:
-    from filelock import FileLock
-
     # One fixed checkout folder (drawer ids hash the path): two runs at once take turns.
     root = Path(tempfile.gettempdir()) / "mempalace-readme"
     lock = FileLock(Path(tempfile.gettempdir()) / "mempalace-readme.lock")
@@ -204,11 +215,8 @@ def quickstart_connect(box: Sandbox) -> str:
 # -- docs/commands.md ---------------------------------------------------------------------------
 def commands_index(box: Sandbox | None = None) -> str:
     """Every command, its usage line, what it does and its options, as `--help` says them."""
-    import typer.main
 
-    from mempalace_cli.cli import app
-
-    root = typer.main.get_command(app)
+    root = command_tree()
     context = root.context_class  # typer's own click: build contexts with its class
     root_ctx = context(root, info_name="mempalace")
     rows = ["| command | what it does | options |", "| --- | --- | --- |"]
@@ -300,9 +308,6 @@ def wakeup_no_identity(box: Sandbox) -> str:
 
 
 def protocol_size(box: Sandbox | None = None) -> str:
-    from mempalace_cli.embedders.base import get_token_counter
-    from mempalace_cli.memory.protocol import PROTOCOL, PROTOCOL_TOKEN_BUDGET
-
     tokens = get_token_counter().count(PROTOCOL)
     return (
         "Tests fail if it names an MCP tool that is not in `mempalace_cli/mcp/tools.py` or a CLI "
@@ -363,11 +368,6 @@ def aaak_measure(box: Sandbox) -> str:
 # -- docs/mcp.md and docs/mcp-tools.md ----------------------------------------------------------
 def mcp_client_output(box: Sandbox) -> str:
     """What ask.py prints: the same calls, through the SDK's client and the real server."""
-    import anyio
-    from mcp import Client
-
-    from mempalace_cli.mcp.server import build_server
-    from mempalace_cli.service import open_palace
 
     old = os.environ.get("MEMPALACE_HOME")
     os.environ["MEMPALACE_HOME"] = str(box.mempalace_home)
@@ -377,7 +377,7 @@ def mcp_client_output(box: Sandbox) -> str:
         lines: list[str] = []
 
         async def ask() -> None:
-            async with Client(server) as client:
+            async with mcp.Client(server) as client:
                 lines.append(client.instructions.splitlines()[0])
                 tools = await client.list_tools()
                 lines.append(f"{len(tools.tools)} tools")
@@ -413,7 +413,6 @@ def _field(name: str, spec: dict[str, Any], required: bool) -> str:
 
 def mcp_output_fields(box: Sandbox | None = None) -> str:
     """Each tool's result fields, from the output schema the real server lists."""
-    from mempalace_cli.mcp.doc import listed_tools
 
     rows = ["| tool | result fields (`*` always present) |", "| --- | --- |"]
     for tool in listed_tools():
@@ -559,8 +558,6 @@ def write(paths: list[Path]) -> list[str]:
 
 
 def write_mcp_tools() -> bool:
-    from mempalace_cli.mcp.doc import replace_block, tools_block
-
     text = MCP_TOOLS_PAGE.read_text(encoding="utf-8")
     updated = replace_block(text, tools_block())
     if updated != text:

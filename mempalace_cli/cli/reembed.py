@@ -10,6 +10,9 @@ import typer
 from mempalace_cli.cli.env import EXIT_INTERRUPTED, Env, get_env, markup, print_json
 from mempalace_cli.cli.options import flag, json_option, option
 from mempalace_cli.cli.tables import make_table
+from mempalace_cli.common.lazy import lazy
+
+rich_progress = lazy("rich.progress")
 
 JSON_HELP = "Print one JSON document on stdout instead of text."
 
@@ -18,23 +21,14 @@ class _ReembedProgress:
     """A progress bar with an ETA on stderr, fed by the service's reembed events."""
 
     def __init__(self, env: Env) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self.progress = Progress(
-            TextColumn("[bold]re-embedding[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("drawers"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+        self.progress = rich_progress.Progress(
+            rich_progress.TextColumn("[bold]re-embedding[/]"),
+            rich_progress.BarColumn(),
+            rich_progress.MofNCompleteColumn(),
+            rich_progress.TextColumn("drawers"),
+            rich_progress.TimeElapsedColumn(),
+            rich_progress.TextColumn("ETA"),
+            rich_progress.TimeRemainingColumn(),
             console=env.err,
             transient=True,
         )

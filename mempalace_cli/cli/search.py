@@ -19,9 +19,15 @@ from mempalace_cli.cli.hits import (
 )
 from mempalace_cli.cli.options import argument, flag, json_option, option
 from mempalace_cli.cli.words import cli_words
+from mempalace_cli.common.clock import local_date
+from mempalace_cli.common.lazy import lazy
+from mempalace_cli.search.dates import resolve_range
 
 if TYPE_CHECKING:
     from rich.text import Text
+
+rich_text = lazy("rich.text")
+rich_tree = lazy("rich.tree")
 
 # On stderr (not with --quiet): stdout holds only the results, for a pipe.
 SCORES_LEGEND = (
@@ -92,7 +98,6 @@ def search(
     Example: mempalace search "why did we move off Auth0?" --wing notes -n 3
     """
     env = get_env(ctx)
-    from mempalace_cli.search.dates import resolve_range
 
     since, before = resolve_range(since, before, now, ("--since", "--before"))
     result = env.palace().search(
@@ -152,8 +157,6 @@ def _filter_words(result: dict[str, Any]) -> str:
 
 
 def render_results(env: Env, result: dict[str, Any], full: bool = False) -> None:
-    from rich.text import Text
-
     out = env.out
     if not result["results"]:
         out.print(
@@ -166,37 +169,34 @@ def render_results(env: Env, result: dict[str, Any], full: bool = False) -> None
         if rank > 1:
             out.print()
         out.print(wrap_segments(_header(rank, item), out.width), highlight=False)
-        print_indented(out, [Text(fit_path(where_label(item), width), style="cyan")])
+        print_indented(out, [rich_text.Text(fit_path(where_label(item), width), style="cyan")])
         if "aaak" in item:
-            print_indented(out, Text(item["aaak"]).wrap(out, width))
+            print_indented(out, rich_text.Text(item["aaak"]).wrap(out, width))
         else:
             print_indented(out, drawer_lines(out, item, result["query"], full, width))
     env.err.print()
     for line in SCORES_LEGEND:
-        env.err.print(Text(line, style="dim"))
+        env.err.print(rich_text.Text(line, style="dim"))
 
 
 def _header(rank: int, item: dict[str, Any]) -> list[Text]:
-    from rich.text import Text
-
     sim = item.get("similarity")
     score = item.get("rank_score")
-    place = Text(f"{rank:>2}. ", style="bold")
+    place = rich_text.Text(f"{rank:>2}. ", style="bold")
     place.append(f"{item['wing']} / {item['room']}", style="bold")
-    dated = [Text(_day(item["date"]), style="cyan")] if item.get("date") else []
+    dated = [rich_text.Text(_day(item["date"]), style="cyan")] if item.get("date") else []
     return [
         place,
         *dated,
-        Text.assemble("score ", ("-" if score is None else f"{score:.5f}", "bold")),
-        Text.assemble("similarity ", ("-" if sim is None else f"{sim:.3f}", "bold")),
-        Text(item["drawer_id"], style="dim"),
+        rich_text.Text.assemble("score ", ("-" if score is None else f"{score:.5f}", "bold")),
+        rich_text.Text.assemble("similarity ", ("-" if sim is None else f"{sim:.3f}", "bold")),
+        rich_text.Text(item["drawer_id"], style="dim"),
         *copies_note(item),
     ]
 
 
 def _day(stamp: str) -> str:
     """The day a drawer is dated, on the user's calendar (a UTC time shown as its local day)."""
-    from mempalace_cli.common.clock import local_date
 
     try:
         return local_date(str(stamp))
@@ -226,9 +226,8 @@ def status(
     checked = result.get("verified")
     if checked is not None:
         env.out.print(_verified_line(checked), highlight=False)
-    from rich.tree import Tree
 
-    tree = Tree(
+    tree = rich_tree.Tree(
         markup(
             "[bold]{}[/]  {} drawers  [dim]model {}[/]",
             result["palace_path"],

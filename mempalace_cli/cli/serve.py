@@ -10,6 +10,9 @@ import typer
 
 from mempalace_cli.cli.env import get_env, serving
 from mempalace_cli.cli.options import flag, option
+from mempalace_cli.common.config import mcp_mine_roots
+from mempalace_cli.mcp import server as mcp_server
+from mempalace_cli.mcp.options import ServeOptions
 
 
 class Transport(StrEnum):
@@ -72,9 +75,6 @@ def serve_mcp(
 
     Example: mempalace serve-mcp --transport http --port 8765 --token "$MEMPALACE_MCP_TOKEN"
     """
-    from mempalace_cli.common.config import mcp_mine_roots
-    from mempalace_cli.mcp import server as mcp_server
-    from mempalace_cli.mcp.options import ServeOptions
 
     palace = get_env(ctx).palace()
     with serving(palace):

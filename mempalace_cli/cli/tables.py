@@ -7,15 +7,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.cli.env import Env, markup
+from mempalace_cli.common.lazy import lazy
 
 if TYPE_CHECKING:
     from rich.table import Table
 
+rich_table = lazy("rich.table")
+
 
 def make_table(*columns: str, title: str | None = None) -> Table:
-    from rich.table import Table
-
-    return Table(*columns, title=title, title_justify="left", box=None, pad_edge=False)
+    return rich_table.Table(*columns, title=title, title_justify="left", box=None, pad_edge=False)
 
 
 def print_counts(env: Env, name: str, count: str, counts: dict[str, Any]) -> None:

@@ -12,6 +12,9 @@ from mempalace_cli.cli.env import Env, did_you_mean, get_env, markup, print_json
 from mempalace_cli.cli.options import argument, flag, json_option, option
 from mempalace_cli.cli.tables import make_table, print_counts
 from mempalace_cli.common import errors
+from mempalace_cli.common.lazy import lazy
+
+rich_tree = lazy("rich.tree")
 
 JSON_HELP = "Print one JSON document on stdout instead of a tree or tables."
 
@@ -97,10 +100,8 @@ def _label(item: dict[str, Any]) -> str:
 
 
 def render_walk(env: Env, result: dict[str, Any]) -> None:
-    from rich.tree import Tree
-
     items = result["results"]
-    tree = Tree(_label(items[0]) + "  [dim](start)[/]")
+    tree = rich_tree.Tree(_label(items[0]) + "  [dim](start)[/]")
     nodes = {items[0]["room"]: tree}
     for item in items[1:]:
         via = item["via"]

@@ -15,6 +15,7 @@ import typer
 from mempalace_cli.cli.env import Env, get_env, markup, print_json
 from mempalace_cli.cli.options import argument, command_group, flag, json_option, option
 from mempalace_cli.cli.tables import make_table
+from mempalace_cli.cli.words import cli_words
 from mempalace_cli.common import errors
 
 tunnels_app = command_group(
@@ -357,8 +358,6 @@ def _render_hallways(env: Env, result: dict[str, Any]) -> None:
 
 
 def _cli_hint(text: str) -> str:
-    from mempalace_cli.cli.words import cli_words
-
     return cli_words(text) or ""
 
 

@@ -8,6 +8,7 @@ import typer
 
 from mempalace_cli.cli.env import get_env, serving
 from mempalace_cli.cli.options import flag, option
+from mempalace_cli.web.server import serve_ui
 
 
 def ui(
@@ -52,7 +53,6 @@ def ui(
 
     Example: mempalace ui --open
     """
-    from mempalace_cli.web.server import serve_ui
 
     palace = get_env(ctx).palace()
 

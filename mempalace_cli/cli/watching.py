@@ -8,11 +8,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mempalace_cli.cli import mining  # each other's: import the module
 from mempalace_cli.cli.env import Env, markup
-from mempalace_cli.cli.mine_progress import MineProgress
+from mempalace_cli.cli.mine_progress import MineProgress, stop_on_ctrl_c
 from mempalace_cli.cli.secret_lines import batch_note
 from mempalace_cli.cli.words import cli_words
 from mempalace_cli.common.errors import MemPalaceError
+from mempalace_cli.service.watch_loop import FolderWatcher, stop_on_signals
 
 if TYPE_CHECKING:
     from mempalace_cli.service.mine_common import ConfirmMovesFn
@@ -55,9 +57,6 @@ def watch_folder(
     """Mine once (with `progress`; `confirm` is asked before drawers move out of another
     wing or mode), then watch. Ctrl+C during the first pass raises KeyboardInterrupt, as in
     `mine`; while watching, it stops after the batch in flight."""
-    from mempalace_cli.cli.mine_progress import stop_on_ctrl_c
-    from mempalace_cli.cli.mining import progress_console, render_mine_report
-    from mempalace_cli.service.watch_loop import FolderWatcher, stop_on_signals
 
     palace = env.palace()
 
@@ -103,7 +102,7 @@ def watch_folder(
     # Observe first, so nothing saved during the first pass is missed.
     kind = watcher.start()
     if progress is None:
-        progress = MineProgress(progress_console(env, json_output))
+        progress = MineProgress(mining.progress_console(env, json_output))
     try:
         try:
             with stop_on_ctrl_c(progress):
@@ -124,7 +123,7 @@ def watch_folder(
     if json_output:
         _json_line({"event": "mine", **report, "observer": kind})
     else:
-        render_mine_report(env, report)
+        mining.render_mine_report(env, report)
         env.err.print(
             markup("Watching {} ({}). Ctrl+C stops after the batch in flight.", watcher.root, kind),
             highlight=False,

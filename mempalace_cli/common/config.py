@@ -14,7 +14,7 @@ from typing import Any
 
 import tomli_w
 
-from mempalace_cli.common.errors import ConfigError
+from mempalace_cli.common.errors import ConfigError, NotADirectoryPathError
 
 HOME_ENV = "MEMPALACE_HOME"
 PALACE_ENV = "MEMPALACE_PALACE"
@@ -91,8 +91,6 @@ class Settings:
 
 def _require_folder(path: Path, what: str) -> None:
     """A path we will create folders under must not be a file (or sit below one)."""
-    from mempalace_cli.common.errors import NotADirectoryPathError
-
     for p in (path, *path.parents):
         if p.exists() or p.is_symlink():
             if not p.is_dir():

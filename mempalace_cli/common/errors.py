@@ -7,7 +7,12 @@ MCP server) turn it into a message, a hint and an exit status with one function,
 
 from __future__ import annotations
 
+import errno
+import os
+import sqlite3
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 INIT_HINT = "Run: mempalace init <dir> && mempalace mine <dir>"
 
@@ -99,8 +104,6 @@ class NotADirectoryPathError(StorageError):
 
 def from_os_error(exc: OSError, path: object, doing: str) -> StorageError:
     """Name an OS error for what it is (never as corruption), with what to do next."""
-    import errno
-
     where = getattr(exc, "filename", None) or path
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return DiskFullError(
@@ -137,8 +140,6 @@ def from_os_error(exc: OSError, path: object, doing: str) -> StorageError:
 def from_sqlite_error(exc: Exception, path: object) -> StorageError | None:
     """SQLite's (or Chroma's) messages for a full disk or a read-only file, named as such; None
     otherwise (then the caller reports what it is: usually a damaged file)."""
-    import errno
-
     text = str(exc).lower()
     if "disk is full" in text or "no space left" in text:
         return from_os_error(OSError(errno.ENOSPC, "No space left on device"), path, "write")
@@ -154,8 +155,6 @@ def from_sqlite_error(exc: Exception, path: object) -> StorageError | None:
 def write_failure(exc: Exception, path: object, what: str) -> MemPalaceError:
     """A write that failed with an error we don't recognise (Chroma's own messages rarely say
     why): a full disk or a read-only folder is checked for and named; else the message."""
-    import errno
-
     named = from_sqlite_error(exc, path)
     if named is not None:
         return named
@@ -171,9 +170,6 @@ def write_failure(exc: Exception, path: object, what: str) -> MemPalaceError:
 
 
 def _writable(path: object) -> bool:
-    import os
-    from pathlib import Path
-
     p = Path(str(path))
     target = p if p.exists() else p.parent
     return os.access(target, os.W_OK) and os.access(p.parent, os.W_OK)
@@ -185,11 +181,6 @@ PROBE_BYTES = 4 * 1024 * 1024
 def disk_full(path: object) -> bool:
     """True when the folder of `path` can't take a few more megabytes: a probe file is
     written (and removed), since free-space counters can't tell what a write needs."""
-    import errno
-    import os
-    import tempfile
-    from pathlib import Path
-
     folder = Path(str(path))
     folder = folder if folder.is_dir() else folder.parent
     try:
@@ -299,8 +290,6 @@ def as_palace_error(
     (the file or folder written; an OSError's own filename wins) while trying to `doing`; a
     database that stayed busy as a lock. Causes (`raise ... from`) are looked through. None when
     it is none of these: a bug, or an error nobody named yet."""
-    import sqlite3
-
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:

@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mempalace_cli.common.errors import ConfigError, InvalidInputError
+from mempalace_cli.common.lazy import lazy
+from mempalace_cli.embedders.api import ApiEmbedder
 from mempalace_cli.embedders.base import Embedder
+
+# Read only when a name is not built in or the whole list is asked for (~12 ms to import).
+importlib_metadata = lazy("importlib.metadata")
 
 ENTRY_POINT_GROUP = "mempalace_cli.models"
 BUILTIN = (
@@ -81,9 +86,7 @@ class Registry(Mapping[str, ModelSpec]):
         with self._lock:
             if not self._plugins_read:
                 self._plugins_read = True
-                from importlib.metadata import entry_points
-
-                for ep in entry_points(group=ENTRY_POINT_GROUP):
+                for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
                     try:
                         spec = ep.load()
                     except Exception as exc:  # a broken plugin must not break the built-ins
@@ -148,8 +151,6 @@ def make_embedder(name: str) -> Embedder:
     """A new embedder for a registered model or an `api:<model>` (see base.get_embedder)."""
     check_model_name(name)
     if name.startswith(API_PREFIX):
-        from mempalace_cli.embedders.api import ApiEmbedder
-
         return ApiEmbedder.from_environment(name[len(API_PREFIX) :])
     return MODELS[name].create()
 

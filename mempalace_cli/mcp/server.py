@@ -1,11 +1,11 @@
 """The MCP server: the palace's tools for AI agents, over stdio or streamable HTTP.
 
-Three parts: the tool table (`mcp_tools.py`: names, schemas, limits, service calls), the
-transports (`mcp_transport.py`) and HTTP auth (`mcp_auth.py`). This module joins them on the
-official SDK's `MCPServer`: `tools/list` and every `tools/call` come from the table, arguments
-are checked strictly before any work (an unknown name is an error naming it), and typed core
-errors become tool errors whose text says what to fix. No typer or rich here: `cli/serve.py` is
-the adapter.
+Three parts: the tool table (`tools.py` and `tools_*.py`: names, schemas, limits, service
+calls), the transports (`transport.py`) and HTTP access (`serving/auth.py`). This module joins
+them on the official SDK's `MCPServer`: `tools/list` and every `tools/call` come from the table,
+arguments are checked strictly before any work (an unknown name is an error naming it), and
+typed core errors become tool errors whose text says what to fix. No typer or rich here:
+`cli/serve.py` is the adapter.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mempalace_cli import __version__
 from mempalace_cli.common.errors import (
     EXIT_STATUS,
     Failure,
@@ -25,7 +26,10 @@ from mempalace_cli.common.errors import (
     MemPalaceError,
     failure_of,
 )
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.serialize import to_json
+from mempalace_cli.embedders import API_PREFIX, make_embedder
+from mempalace_cli.embedders.base import MODEL_NAME, Embedder, MiniLMEmbedder, get_embedder
 from mempalace_cli.mcp.options import ServeOptions
 from mempalace_cli.mcp.spec import ToolSpec, bind_arguments
 from mempalace_cli.mcp.tools import TOOLS, TOOLS_BY_NAME
@@ -38,7 +42,7 @@ from mempalace_cli.mcp.transport import (
 )
 from mempalace_cli.mcp.transport import serve_http as _serve_http
 from mempalace_cli.mcp.transport import serve_stdio as _serve_stdio
-from mempalace_cli.service import audit
+from mempalace_cli.service import Palace, audit
 from mempalace_cli.service.audit import ActivityLog, Caller
 from mempalace_cli.serving.auth import (
     DEFAULT_HOST,
@@ -51,8 +55,12 @@ from mempalace_cli.serving.auth import (
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from mempalace_cli.embedders.base import Embedder
-    from mempalace_cli.service import Palace
+anyio = lazy("anyio")
+chromadb = lazy("chromadb")
+mcp_types = lazy("mcp_types")  # the SDK's message types: pydantic models, ~0.3 s to import
+mcpserver = lazy("mcp.server.mcpserver")
+mcp_exceptions = lazy("mcp.server.mcpserver.exceptions")
+threadpoolctl = lazy("threadpoolctl")
 
 log = logging.getLogger("mempalace.mcp")
 
@@ -102,12 +110,11 @@ class PalaceTools:
     """
 
     def __init__(self, palace: Palace, options: ServeOptions | None = None) -> None:
-        from mcp.server.mcpserver.exceptions import ToolError
-
         self.palace = palace
         self.options = options or ServeOptions()
         palace.stay_warm()  # a server searches again and again: keep common words' postings
-        self._tool_error = ToolError  # imported once: a call never waits on the import lock
+        # Read (so imported) here, once: a tool call never waits on the import lock.
+        self._tool_error = mcp_exceptions.ToolError
         self._reads = threading.Lock()
         self._writes = threading.Lock()
         self._warm = threading.Event()  # cleared while warm_up imports and loads
@@ -189,7 +196,8 @@ class PalaceTools:
         def load() -> None:
             with self._writes, self._reads:
                 try:
-                    import chromadb  # noqa: F401  (the store's import, ~1 s)
+                    # The attribute read imports the store's package (~1 s) now, not in a call.
+                    log.debug("chromadb %s imported", chromadb.__version__)
 
                     embedder = self.palace.embedder
                     embedder.ensure_loaded()
@@ -238,9 +246,7 @@ def one_blas_thread() -> None:
     around each call, and a limit set and restored by two threads at once (a search's query
     and a mine's batch) leaves one of them running with every core, the other waiting."""
     try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(1, user_api="blas")
+        threadpoolctl.threadpool_limits(1, user_api="blas")
     except Exception:  # no threadpoolctl, no BLAS loaded: nothing to limit
         log.debug("BLAS threads not limited", exc_info=True)
 
@@ -250,38 +256,26 @@ def writer_palace(palace: Palace) -> Palace:
     connections and Chroma handle, and its own instance of the palace's local embedding model
     (weights memory-mapped, so shared with the first), so its long batches never make a
     search wait for the model."""
-    return _writer_class()(palace.settings)
+    return WriterPalace(palace.settings)
 
 
-_WRITER_CLASS: list[type] = []
+class WriterPalace(Palace):
+    """The write tools' `Palace`: its embedder is an instance of its own (`own_embedder`)."""
 
+    _own_embedders: dict[str, Embedder]
 
-def _writer_class() -> type[Palace]:
-    if _WRITER_CLASS:
-        return _WRITER_CLASS[0]
-    from mempalace_cli.service import Palace
-
-    class WriterPalace(Palace):
-        _own_embedders: dict[str, Embedder]
-
-        @property
-        def embedder(self) -> Embedder:
-            model = self.binding().model
-            own = self.__dict__.setdefault("_own_embedders", {})
-            if model not in own:
-                own[model] = own_embedder(model, self.settings.embedding_model_dir)
-            return own[model]
-
-    _WRITER_CLASS.append(WriterPalace)
-    return WriterPalace
+    @property
+    def embedder(self) -> Embedder:
+        model = self.binding().model
+        own = self.__dict__.setdefault("_own_embedders", {})
+        if model not in own:
+            own[model] = own_embedder(model, self.settings.embedding_model_dir)
+        return own[model]
 
 
 def own_embedder(model: str, model_dir: Path | None) -> Embedder:
     """A new instance of a local model (not the process's shared one); an API model's
     shared client, which holds no model."""
-    from mempalace_cli.embedders import API_PREFIX, make_embedder
-    from mempalace_cli.embedders.base import MODEL_NAME, MiniLMEmbedder, get_embedder
-
     if model.startswith(API_PREFIX):
         return get_embedder(model, model_dir)
     return MiniLMEmbedder(model_dir) if model == MODEL_NAME else make_embedder(model)
@@ -307,13 +301,8 @@ def caller_of(context: Any, transport: str) -> Caller:
 
 
 def _server_class() -> type[MCPServer]:
-    import anyio
-    import mcp_types as types
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    class PalaceMCPServer(MCPServer):
-        """MCPServer whose tools come from the declarative table in mcp_tools.py."""
+    class PalaceMCPServer(mcpserver.MCPServer):
+        """MCPServer whose tools come from the declarative table in tools.py."""
 
         palace_tools: PalaceTools
         serve_options: ServeOptions = ServeOptions()
@@ -326,15 +315,15 @@ def _server_class() -> type[MCPServer]:
                 return None
             return spec.serving(self.serve_options)
 
-        async def list_tools(self) -> list[types.Tool]:
+        async def list_tools(self) -> list[mcp_types.Tool]:
             return [
-                types.Tool(
+                mcp_types.Tool(
                     name=spec.name,
                     title=spec.title,
                     description=spec.description,
                     input_schema=spec.input_schema(),
                     output_schema=spec.output,
-                    annotations=types.ToolAnnotations(
+                    annotations=mcp_types.ToolAnnotations(
                         title=spec.title,
                         read_only_hint=spec.read_only,
                         destructive_hint=None if spec.read_only else spec.destructive,
@@ -352,14 +341,14 @@ def _server_class() -> type[MCPServer]:
 
         async def call_tool(
             self, name: str, arguments: dict[str, Any], context: Any = None
-        ) -> types.CallToolResult:
+        ) -> mcp_types.CallToolResult:
             spec = self.served(name)
             caller = caller_of(context, self.serve_options.transport)
             if spec is None:
                 refusal = unknown_tool(name, self.serve_options)
                 tools = self.palace_tools
                 await anyio.to_thread.run_sync(tools.refused, name, arguments, caller, refusal)
-                raise ToolError(refusal)
+                raise mcp_exceptions.ToolError(refusal)
             result = await anyio.to_thread.run_sync(
                 self.palace_tools.run,
                 spec,
@@ -368,8 +357,9 @@ def _server_class() -> type[MCPServer]:
                 abandon_on_cancel=spec.own_lane,  # a shutdown need not wait out an event_wait
             )
             text = to_json(result)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], structured_content=result
+            return mcp_types.CallToolResult(
+                content=[mcp_types.TextContent(type="text", text=text)],
+                structured_content=result,
             )
 
     return PalaceMCPServer
@@ -395,8 +385,6 @@ def build_server(palace: Palace, options: ServeOptions | None = None) -> MCPServ
     """An MCPServer exposing the table's tools over `palace` (its `palace_tools`), within what
     `options` allows."""
     options = options or ServeOptions()
-    from mempalace_cli import __version__
-
     server = _server_class()(
         name="mempalace",
         title="mempalace-cli",

@@ -47,6 +47,7 @@ from mempalace_cli.service import results
 from mempalace_cli.service.curation import MAX_IDS, MAX_PAGE
 from mempalace_cli.service.diary import MAX_READ
 from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD
+from mempalace_cli.service.mine_common import describe_displaced
 from mempalace_cli.service.navigation import MAX_HOPS
 from mempalace_cli.service.searching import MAX_DISTANCE, MAX_RESULTS
 
@@ -121,8 +122,6 @@ def _mine(p: Palace, a: dict[str, Any], options: ServeOptions) -> results.MineRe
 def _refuse_moves(move: dict[str, Any]) -> bool:
     """An agent can't be asked: mining over MCP never moves drawers filed under another wing
     or mode (the CLI asks a person first)."""
-    from mempalace_cli.service.mine_common import describe_displaced
-
     what = describe_displaced(move["displaced"], move["wing"], move["mode"])
     raise InvalidInputError(
         f"Mining {move['directory']} this way would move {what}. Nothing was written.",

@@ -30,6 +30,7 @@ from io import TextIOWrapper
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.common.errors import MemPalaceError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.serving.access import bind_socket, send_json
 from mempalace_cli.serving.auth import (
     DEFAULT_HOST,
@@ -50,6 +51,12 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from mempalace_cli.service import Palace
+
+anyio = lazy("anyio")
+mcp_types = lazy("mcp_types")  # the SDK's message types: pydantic models, ~0.3 s to import
+mcp_stdio = lazy("mcp.server.stdio")
+mcp_message = lazy("mcp.shared.message")
+mcp_security = lazy("mcp.server.transport_security")
 
 log = logging.getLogger("mempalace.mcp")
 
@@ -126,8 +133,6 @@ def _request_id(obj: Any) -> Any:
 async def check_frame(line: bytes, reply: Reply) -> bool:
     """True if `line` goes on to the SDK; otherwise the error reply has been sent (or, for a
     broken notification, which takes no reply, logged)."""
-    from mcp_types import jsonrpc_message_adapter
-
     if not line.strip():
         return False
     try:
@@ -204,7 +209,7 @@ async def check_frame(line: bytes, reply: Reply) -> bool:
             )
         return False
     try:
-        jsonrpc_message_adapter.validate_json(line, by_name=False)
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except RecursionError:
         if is_request:
             await reply(rid, INVALID_REQUEST, "Invalid request: the message is nested too deeply.")
@@ -235,15 +240,11 @@ class GuardedStdin:
         self._ready.set()
 
     async def _send(self, rid: Any, code: int, message: str) -> None:
-        import anyio
-
         while self._reply is None:  # the transport is being set up
             await anyio.sleep(0.01)
         await self._reply(rid, code, message)
 
     async def _chunks(self) -> AsyncIterator[bytes]:
-        import anyio
-
         while True:
             # A regular file (stdin redirected from disk) can't be waited on; its reads never block.
             with suppress(OSError, ValueError, NotImplementedError):
@@ -298,8 +299,6 @@ def _private_std_fds() -> Any:
 
 
 async def _cancel_on_signal(scope: Any) -> None:
-    import anyio
-
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             log.info("%s received: stopping", signal.Signals(signum).name)
@@ -309,11 +308,6 @@ async def _cancel_on_signal(scope: Any) -> None:
 
 
 async def _serve_stdio_async(server: MCPServer) -> None:
-    import anyio
-    import mcp_types as types
-    from mcp.server.stdio import stdio_server
-    from mcp.shared.message import SessionMessage
-
     with _private_std_fds() as (wire_in, wire_out):
         stdin = GuardedStdin(wire_in)
         out = TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
@@ -321,13 +315,16 @@ async def _serve_stdio_async(server: MCPServer) -> None:
         lowlevel = server._lowlevel_server
         async with anyio.create_task_group() as tg:
             tg.start_soon(_cancel_on_signal, tg.cancel_scope)
-            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+            streams = mcp_stdio.stdio_server(stdin=stdin, stdout=stdout)  # type: ignore[arg-type]
+            async with streams as (read_stream, write_stream):
 
                 async def reply(rid: Any, code: int, message: str) -> None:
-                    error = types.JSONRPCError(
-                        jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)
+                    error = mcp_types.JSONRPCError(
+                        jsonrpc="2.0",
+                        id=rid,
+                        error=mcp_types.ErrorData(code=code, message=message),
                     )
-                    await write_stream.send(SessionMessage(error))
+                    await write_stream.send(mcp_message.SessionMessage(error))
 
                 stdin.attach(reply)
                 await lowlevel.run(
@@ -348,8 +345,6 @@ def _finish_warm_up(thread: threading.Thread) -> None:
 
 
 def serve_stdio(server: MCPServer, palace: Palace, warm: threading.Thread) -> None:
-    import anyio
-
     log.info("serving palace %s over stdio", palace.path)
     try:
         anyio.run(_serve_stdio_async, server)
@@ -443,8 +438,6 @@ def serve_http(
     port: int = DEFAULT_PORT,
     token: str | None = None,
 ) -> None:
-    from mcp.server.transport_security import TransportSecuritySettings
-
     access = check_http_options(host, token, port)
     sock = bind_socket(access)
     access = access.bound_to(sock.getsockname()[1])
@@ -460,7 +453,9 @@ def serve_http(
         # The SDK's own Host/Origin check turns itself on for three exact spellings of
         # loopback only: it is off, and HostOriginGuard (the project's rule) guards every
         # server instead, whatever the spelling of --host.
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        transport_security=mcp_security.TransportSecuritySettings(
+            enable_dns_rebinding_protection=False
+        ),
     )
     app = FrameGuard(app, HTTP_PATH, MAX_HTTP_BODY)
     if access.token:

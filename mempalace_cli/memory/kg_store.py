@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mempalace_cli.memory.kg import KG_FILE, Fact, FactInput, FactRecord, KnowledgeGraph
+from mempalace_cli.memory.kg_store_chroma import KG_COLLECTION, ChromaFactStore
 
 
 class FactStore(Protocol):
@@ -67,13 +68,9 @@ class FactStores:
         return str(palace_path / KG_FILE)
 
     def on_server(self, client_of: Callable[[], Any], opts: Any) -> FactStore:
-        from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
-
         return ChromaFactStore(client_of, opts)
 
     def server_location(self, where: str) -> str:
-        from mempalace_cli.memory.kg_store_chroma import KG_COLLECTION
-
         return f"{where} (collection {KG_COLLECTION})"
 
 

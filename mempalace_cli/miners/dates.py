@@ -29,6 +29,8 @@ import time as _time
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 
+from mempalace_cli.common.errors import InvalidInputError
+
 # How far into a file the date line and the title are looked for.
 HEADER_LINES = 25
 # A year outside this range in a file name is taken for some other number.
@@ -351,8 +353,6 @@ def filed_date(meta: dict[str, object], filed_at: str) -> dict[str, str]:
         given = str(meta["date"])
         stamp = read_date(given) if len(given) == 10 else _instant(given)
         if stamp is None:
-            from mempalace_cli.common.errors import InvalidInputError
-
             raise InvalidInputError(
                 f"The drawer's date {given!r} is not a date.",
                 hint="Use YYYY-MM-DD (2026-03-12) or an ISO datetime (2026-03-12T09:30:00).",

@@ -21,14 +21,26 @@ is imported on first use, so commands that never file text never pay for its imp
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import accumulate
 from pathlib import PurePath, PurePosixPath
 from typing import Any
+
+from mempalace_cli.common.lazy import lazy
+
+# detect-secrets' modules (~0.1 s to import): loaded by the first text screened.
+heuristic = lazy("detect_secrets.filters.heuristic")
+keyword = lazy("detect_secrets.plugins.keyword")
+filetype = lazy("detect_secrets.util.filetype")
+# Reading a file to mine it (`read_screened`). Not imported here: miners.project imports
+# miners.files, which imports this module, and a process that only files a fact or a diary
+# entry needs neither it nor pathspec.
+project = lazy("mempalace_cli.miners.project")
 
 
 class _Lazy:
@@ -524,8 +536,6 @@ KEYWORD, ASSIGNED = -1, -2  # the keyword detector and our assignments, in candi
 @cache
 def _rules() -> _Rules:
     """The detectors, built once (this is where detect-secrets is imported)."""
-    import importlib
-
     rules = _Rules()
     for module, cls, kind in LIBRARY_PLUGINS:
         plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)()
@@ -549,15 +559,11 @@ def _rules() -> _Rules:
     rules.link(ASSIGNED, (), ASSIGNED_TRIGGERS)
     rules.compile_triggers()
 
-    from detect_secrets.filters import heuristic
-    from detect_secrets.plugins import keyword
-    from detect_secrets.util.filetype import determine_file_type
-
     rules.keyword = keyword.KeywordDetector()
 
     def groups_for(filename: str) -> dict[re.Pattern[str], int]:
         return keyword.REGEX_BY_FILETYPE.get(
-            determine_file_type(filename), keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
+            filetype.determine_file_type(filename), keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
         )
 
     rules.keyword_groups = groups_for
@@ -716,8 +722,6 @@ def _keyword_spans(
 ) -> list[tuple[int, int, str, int]]:
     """detect-secrets' keyword detector (`password = "…"`, `api_key: …` in config files),
     with the library's default filters for it."""
-    from detect_secrets.filters.heuristic import is_indirect_reference, is_likely_id_string
-
     out: list[tuple[int, int, str, int]] = []
     for pattern, group in groups.items():
         m = pattern.search(line)
@@ -726,7 +730,8 @@ def _keyword_spans(
         value = m.group(group)
         if any(f(value) for f in rules.keyword_filters) or _placeholder(value):
             continue
-        if is_likely_id_string(value, line, rules.keyword) or is_indirect_reference(line):
+        id_like = heuristic.is_likely_id_string(value, line, rules.keyword)
+        if id_like or heuristic.is_indirect_reference(line):
             continue
         start, end = m.span(group)
         key = (m.group(1) or "") if pattern.groups else ""
@@ -762,8 +767,6 @@ def _assigned_spans(line: str) -> list[tuple[int, int, str, int]]:
 
 
 def _placeholder(value: str) -> bool:
-    from detect_secrets.filters import heuristic
-
     low = value.lower().strip("<>{}[]()*")
     return (
         low in PLACEHOLDERS
@@ -838,16 +841,12 @@ def read_screened(path: PurePath, rel: str, max_bytes: int, report: Any) -> Any:
     """`miners.project.read_text_file` with the secrets rules of this run: a credential file
     gives its reason (a skip), a text gives its redacted copy (findings noted in the run's
     report); with `report.keep_secrets`, the file as it is."""
-    from dataclasses import replace
-
-    from mempalace_cli.miners.project import FileText, read_text_file
-
     keep = report.keep_secrets
     why = None if keep else credential_reason(path) or secret_name_reason(rel)
     if why:
         return why
-    content = read_text_file(path, max_bytes)  # type: ignore[arg-type]
-    if keep or not isinstance(content, FileText):
+    content = project.read_text_file(path, max_bytes)  # type: ignore[arg-type]
+    if keep or not isinstance(content, project.FileText):
         return content
     why = credential_reason(path, content.text[:HEAD_CHARS])
     if why:
@@ -879,8 +878,6 @@ def secret_name_reason(rel: str) -> str | None:
 def redact_exchange(exchange: Any, rel: str, report: Any) -> Any:
     """A chat exchange with the secrets in its title and both turns redacted (noted in the
     run's report under the file, the conversation and the exchange number)."""
-    from dataclasses import replace
-
     changed: dict[str, str] = {}
     entries: list[dict[str, Any]] = []
     title = exchange.title

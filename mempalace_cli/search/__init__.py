@@ -5,6 +5,7 @@ duplicates, a diary below its source, names), `passages` (the best passage of a 
 `crosslingual` (the Chinese-English bridge), `sameness`, `dates` (dates and relative dates in
 questions and `--since`/`--before`).
 
-May import: `mempalace_cli.common`, `mempalace_cli.memory` (dates only) and
-`mempalace_cli.storage`. Never the service or a front end.
+May import: `mempalace_cli.common`, `mempalace_cli.memory` (dates only),
+`mempalace_cli.storage` and `mempalace_cli.embedders` (a model's fusion settings). Never the
+service or a front end.
 """

@@ -29,6 +29,7 @@ from datetime import date, datetime, timedelta
 
 from mempalace_cli.common import clock
 from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.memory.kg import parse_date
 
 FORMS = (
     "YYYY-MM-DD (2026-03-12), an ISO datetime, or a relative date: 7d, yesterday, last week, "
@@ -478,8 +479,6 @@ def resolve_bound(
     """A `since`/`before` value as the bound the filter compares: an ISO date or instant as it
     is (normalised), a relative form as the first day of its period. Anything else is refused,
     naming the value and the forms that work."""
-    from mempalace_cli.memory.kg import parse_date
-
     if value is None or isinstance(value, date):
         return parse_date(value, field)
     text = str(value).strip()

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from mempalace_cli.common.cjk import cjk_share, has_cjk
 from mempalace_cli.common.errors import ConfigError
+from mempalace_cli.embedders import fusion_settings
 
 LATIN, CJK = "latin", "cjk"
 # A text counts as CJK when at least this share of its letters are CJK characters.
@@ -73,6 +74,14 @@ class FusionParams:
     # another candidate from the same source file: a note whose other parts also answer is
     # about the question, one passing mention is not (`with_siblings`). 0 = off.
     sibling_weight: float = 0.0
+    # A drawer that is part of a longer source (a chat turn, an exchange, a file's chunk) is
+    # read with the drawers beside it (`neighbour_reach` either way, by chunk number): each
+    # side's score of it gains this share of its best neighbour's score on that side, and the
+    # neighbours of each side's first NEIGHBOUR_SEEDS join the candidates
+    # (`with_neighbours`). An answer turn that says "yes, last May" is found through the
+    # question its neighbour asked. 0 = off.
+    neighbour_weight: float = 0.0
+    neighbour_reach: int = 2
 
     @property
     def reads_scripts(self) -> bool:
@@ -128,8 +137,6 @@ BY_MODEL: dict[str, FusionParams] = {
 def for_model(model: str) -> FusionParams:
     """The fusion a palace embedded with `model` searches with: the settings its module in the
     model registry carries (embedders.ModelSpec.fusion) over DEFAULT, or BY_MODEL's entry."""
-    from mempalace_cli.embedders import fusion_settings
-
     settings = fusion_settings(model)
     if settings:
         unknown = sorted(set(settings) - set(FusionParams.__dataclass_fields__))
@@ -240,6 +247,50 @@ def with_siblings(
         if others:
             out[drawer_id] = value + weight * others[0]
     return out
+
+
+# How many of each side's first candidates bring their neighbours into the candidates.
+NEIGHBOUR_SEEDS = 10
+
+
+def neighbour_seeds(
+    vector: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]]
+) -> list[str]:
+    """The candidates whose neighbours join the candidates (`with_neighbours`): each side's
+    first NEIGHBOUR_SEEDS."""
+    firsts = [d for d, _ in vector[:NEIGHBOUR_SEEDS]] + [d for d, _ in lexical[:NEIGHBOUR_SEEDS]]
+    return list(dict.fromkeys(firsts))
+
+
+def with_neighbours(
+    vector: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    neighbours: Mapping[str, Sequence[str]],
+    similarity: Mapping[str, float],
+    weight: float,
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Both sides' candidates, each scored with the drawers beside it in its source: its
+    cosine similarity plus `weight` x the best (non-negative) similarity of its neighbours,
+    its BM25 score plus `weight` x the best of its neighbours' among the keyword candidates.
+    `neighbours`: id -> the ids beside it (the caller's reach, same source); `similarity`:
+    the cosine similarity of every drawer the caller scored (the vector candidates, the
+    keyword ones, the neighbours the caller added: `neighbour_seeds`' neighbours). Every
+    drawer in `similarity` is a vector candidate afterwards, best first; the keyword side
+    keeps the drawers that score above 0. Only the fusion reads these scores: a hit still
+    shows its own similarity."""
+    if not weight:
+        return list(vector), list(lexical)
+    cos = dict(vector) | dict(similarity)
+    bm25 = dict(lexical)
+
+    def lifted(own: float, scores: Mapping[str, float], drawer_id: str) -> float:
+        near = [scores[n] for n in neighbours.get(drawer_id, ()) if n in scores]
+        return own + weight * max(0.0, *near) if near else own
+
+    vec = sorted(((d, lifted(c, cos, d)) for d, c in cos.items()), key=lambda x: (-x[1], x[0]))
+    lex = [(d, lifted(bm25.get(d, 0.0), bm25, d)) for d in cos.keys() | bm25.keys()]
+    lex = sorted((x for x in lex if x[1] > 0), key=lambda x: (-x[1], x[0]))
+    return vec, lex
 
 
 def _rrf(

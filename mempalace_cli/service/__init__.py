@@ -12,9 +12,10 @@ may also call a part directly (`palace.tunnels.create(...)`). Verbs take and ret
 (dicts, lists, strings, numbers), so every adapter renders the same results.
 
 Start-up stays lazy: a part's module is imported the first time the part is used (`_Part`
-below), so `mempalace kg` never imports the miners or chromadb, and each part's module imports
-what it needs at its top. Adding a part: a module here with a class taking the core (and the
-parts it builds on), one `_Part` line, and a `_verb` line for each verb a front end calls.
+below), so `mempalace kg` never imports the file and chat miners or chromadb, and each part's
+module imports what it needs at its top (a heavy package through `common.lazy`). Adding a
+part: a module here with a class taking the core (and the parts it builds on), one `_Part`
+line, and a `_verb` line for each verb a front end calls.
 
 May import: `search`, `miners`, `memory`, `storage`, `embedders` and `common`. Never a front
 end (`cli`, `mcp`, `serving`).

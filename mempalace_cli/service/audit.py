@@ -32,7 +32,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mempalace_cli.common.errors import Failure, MemPalaceError
+from mempalace_cli.common.errors import Failure, InvalidInputError, MemPalaceError, failure_of
+from mempalace_cli.miners.secrets import redact
+from mempalace_cli.storage.sqlite_db import open_palace_db
 
 log = logging.getLogger("mempalace.mcp")
 
@@ -120,8 +122,6 @@ def _redact(text: str) -> str:
     """`text` with secret values replaced by [REDACTED:kind] (miners/secrets.py, the rules that
     keep secrets out of drawers). If the redaction can't run, nothing of the text is kept."""
     try:
-        from mempalace_cli.miners.secrets import redact
-
         return redact(text).text
     except Exception:  # never keep a text that was not screened
         log.exception("could not screen an argument for secrets; it is not recorded")
@@ -279,16 +279,12 @@ class ActivityLog:
                 "reading work; tools that write are refused."
             )
             return None
-        from mempalace_cli.storage.sqlite_db import open_palace_db
-
         conn = open_palace_db(self.path, _SCHEMA, "The MCP activity log", hint=_hint(self.path))
         conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         self._conn = conn
         return conn
 
     def _failed(self, exc: Exception) -> None:
-        from mempalace_cli.common.errors import failure_of
-
         failure = failure_of(exc, self.path, "record the call in the activity log")
         if failure.kind == "permission_denied":
             self._disable(
@@ -346,8 +342,6 @@ def read_activity(
     without the `mempalace_` prefix) or `client`'s when given, only failed ones with
     `errors_only`. An empty list when nothing was recorded yet. Opens the file read-only if
     this user may not write it."""
-    from mempalace_cli.common.errors import InvalidInputError
-
     if limit < 1:
         raise InvalidInputError(f"The limit must be at least 1, not {limit}.")
     conn = _open_for_reading(Path(palace_path))
@@ -385,8 +379,6 @@ def activity_tools(palace_path: Path) -> list[str]:
 
 
 def _open_for_reading(palace_path: Path) -> sqlite3.Connection | None:
-    from mempalace_cli.storage.sqlite_db import open_palace_db
-
     path = palace_path / ACTIVITY_FILE
     if not path.exists():
         return None

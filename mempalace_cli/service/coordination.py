@@ -35,7 +35,13 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from mempalace_cli.common.errors import InvalidInputError, NoPalaceError, NotFoundError
+from mempalace_cli.common.errors import (
+    InvalidInputError,
+    NoPalaceError,
+    NotFoundError,
+    PalaceCorruptError,
+)
+from mempalace_cli.miners.secrets import redact
 from mempalace_cli.service import results
 from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.storage.coordination_log import (
@@ -207,8 +213,6 @@ def _redact(value: Any) -> tuple[Any, int]:
     if isinstance(value, str):
         if not value:
             return value, 0
-        from mempalace_cli.miners.secrets import redact
-
         found = redact(value)
         return found.text, found.count
     if isinstance(value, dict):
@@ -777,8 +781,6 @@ class Coordination(Part):
             )
         secrets = 0
         if not keep_secrets:
-            from mempalace_cli.miners.secrets import redact
-
             filename = _KIND_FILES.get((kind_name or "").lower(), "")
             found = redact(content, filename)
             content, secrets = found.text, found.count
@@ -825,8 +827,6 @@ class Coordination(Part):
             )
         data = stored["content"]
         if hashlib.sha256(data).hexdigest() != stored["sha256"]:
-            from mempalace_cli.common.errors import PalaceCorruptError
-
             raise PalaceCorruptError(
                 f"The artifact {wanted!r} no longer matches its sha256: its stored text was "
                 f"changed or damaged ({self.location}).",

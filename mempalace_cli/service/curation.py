@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+from mempalace_cli.miners.secrets import redact_for_drawer
 from mempalace_cli.search.dates import resolve_range
 from mempalace_cli.service.core import PalaceCore, Part, now_iso
 from mempalace_cli.service.drawers import Drawers, check_content, drawer_view
@@ -151,8 +152,6 @@ class DrawerCuration(Part):
         secrets = {"secrets_redacted": 0}
         if content is not None:
             check_content(content)
-            from mempalace_cli.miners.secrets import redact_for_drawer
-
             content, _, secrets = redact_for_drawer(content)  # secrets never enter the palace
         new_wing = name_to_file(wing, "wing") if wing is not None else None
         new_room = name_to_file(room, "room") if room is not None else None

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.miners.secrets import redact_for_drawer
 from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.drawers import check_content
 from mempalace_cli.service.names import name_to_file, name_to_read
@@ -45,8 +46,6 @@ def entry_row(
     service/upkeep.py, which files it with other drawers in one write)."""
     wing = diary_wing(agent, wing)
     check_content(content)
-    from mempalace_cli.miners.secrets import redact_for_drawer
-
     topic = (topic or "").strip() or DEFAULT_TOPIC
     # Secrets never enter the palace (the topic too: it is stored and returned).
     content, topic, secrets = redact_for_drawer(content, topic)

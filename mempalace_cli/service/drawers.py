@@ -9,6 +9,7 @@ from typing import Any
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 from mempalace_cli.common.textsafe import clean_text
 from mempalace_cli.miners.dates import filed_date
+from mempalace_cli.miners.secrets import redact_for_drawer
 from mempalace_cli.search.sameness import says_the_same
 from mempalace_cli.service.core import PalaceCore, Part, now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
@@ -179,8 +180,6 @@ class Drawers(Part):
         check_content(content)
         wing_n, room_n = name_to_file(wing, "wing"), name_to_file(room, "room")
         # Secrets never enter the palace (miners/secrets.py): redacted, and counted.
-        from mempalace_cli.miners.secrets import redact_for_drawer
-
         content, source_file, secrets = redact_for_drawer(clean_text(content), source_file)
         digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
         drawer_id = hand_filed_id(wing_n, room_n, digest)
@@ -211,14 +210,13 @@ class Drawers(Part):
     def add_drawers(self, drawers: list[dict[str, Any]], added_by: str = "mcp") -> dict[str, Any]:
         """File many drawers at once: one embedding pass, one lock hold, no duplicate check.
 
-        Each item is {wing, room, content, source_file?, metadata?}. Ids are derived exactly as
-        `add_drawer` derives them, so identical content in the same place is stored once."""
+        Each item is {wing, room, content, source_file?, chunk_index?, metadata?}. Ids are
+        derived exactly as `add_drawer` derives them, so identical content in the same place is
+        stored once."""
         rows: dict[str, DrawerRow] = {}
         ids: list[str] = []
         digests: dict[str, tuple[str, str, str]] = {}
         stamp = now_iso()
-        from mempalace_cli.miners.secrets import redact_for_drawer
-
         redacted = 0  # secrets replaced by [REDACTED:kind]
         for n, item in enumerate(drawers):
             wing, room = item.get("wing"), item.get("room")
@@ -253,7 +251,7 @@ class Drawers(Part):
                     wing_n,
                     room_n,
                     source or "",
-                    None,
+                    item.get("chunk_index"),  # its place in source_file (a chat turn's)
                     stamp,
                     content,
                     meta,

@@ -206,8 +206,6 @@ def _generation(conn: sqlite3.Connection) -> int:
 def _log_position(conn: sqlite3.Connection) -> tuple[str, int] | None:
     """(catalogue token, last change-log sequence number), None before the log exists (the
     same reading as Catalog.log_position, on this connection)."""
-    import sqlite3
-
     try:
         token = conn.execute("SELECT value FROM meta WHERE key = ?", (VECTOR_LOG_TOKEN,)).fetchone()
         conn.execute("SELECT 1 FROM vector_log LIMIT 1")

@@ -21,6 +21,7 @@ from mempalace_cli.memory.kg import (
     parse_date,
 )
 from mempalace_cli.memory.kg_store import FACT_STORES, FactStore
+from mempalace_cli.miners.secrets import redact
 from mempalace_cli.service.core import Part
 from mempalace_cli.service.results import (
     KgAddResult,
@@ -179,6 +180,4 @@ class Knowledge(Part):
 def _redacted(*values: Any) -> list[Any]:
     """Each text value with its secret values replaced by `[REDACTED:kind]` (the rules that
     keep secrets out of drawers); anything else as given, for the store to check."""
-    from mempalace_cli.miners.secrets import redact
-
     return [redact(v).text if isinstance(v, str) and v else v for v in values]

@@ -27,10 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from mempalace_cli.common.config import Settings
 from mempalace_cli.common.errors import InvalidInputError, MigrationMismatchError, NotFoundError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.memory.kg import KG_FILE, Fact, FactRecord, parse_date
 from mempalace_cli.memory.kg_store_chroma import ChromaFactStore
 from mempalace_cli.memory.layers import read_identity
@@ -40,6 +39,8 @@ from mempalace_cli.service.models import Binding
 from mempalace_cli.storage.chroma_server import ServerOptions
 from mempalace_cli.storage.sqlite_db import connect_read_only
 from mempalace_cli.storage.store import DrawerStore
+
+np = lazy("numpy")
 
 DEFAULT_BATCH = 500
 Progress = Callable[[str, int, int], None]  # (stage, done, total)

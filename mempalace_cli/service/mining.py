@@ -13,6 +13,7 @@ from typing import Any
 
 from mempalace_cli.common.config import PROJECT_FILE, write_toml
 from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.naming import normalize_name
 from mempalace_cli.miners.convos import plain_text
 from mempalace_cli.miners.convos.detect import HEAD_BYTES, detect
@@ -51,6 +52,8 @@ from mempalace_cli.service.names import name_to_file
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 from mempalace_cli.storage.drawer_ids import drawer_id
+
+np = lazy("numpy")
 
 EMBED_SLICE = 32  # chunks per embedding call: progress moves at least this often
 MINE_MODES = ("projects", "convos")
@@ -596,8 +599,6 @@ class Mining(Part):
         """Embed in slices of EMBED_SLICE, telling `notify` after each (the file the slice ends
         in, and how many of this group's files it reached), so progress moves every few
         drawers, not once per write group."""
-        import numpy as np
-
         parts = []
         reached = 0
         for start in range(0, len(texts), EMBED_SLICE):

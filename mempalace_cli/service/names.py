@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from mempalace_cli.common.errors import InvalidInputError
 from mempalace_cli.common.naming import normalize_name
+from mempalace_cli.miners.secrets import redact
 
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 
@@ -32,8 +33,6 @@ def name_to_file(value: object, field: str) -> str:
             "other names.",
             hint=f"Name the {field} with at least one letter or digit.",
         )
-    from mempalace_cli.miners.secrets import redact  # its prefilter makes this cheap
-
     found = redact(value)
     if found.findings:
         raise InvalidInputError(

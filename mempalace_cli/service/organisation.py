@@ -20,20 +20,26 @@ mirrored, as `status` does) and the mining manifest, and writes nothing.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import shlex
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mempalace_cli.common.errors import MemPalaceError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.naming import GENERAL
 from mempalace_cli.miners.paths import on_disk
 from mempalace_cli.search.sameness import words
 from mempalace_cli.service.core import PalaceCore, Part
+from mempalace_cli.storage.catalog import Catalog, FileRecord
 
 if TYPE_CHECKING:
     from mempalace_cli.service.knowledge import Knowledge
-    from mempalace_cli.storage.catalog import Catalog, FileRecord
+
+np = lazy("numpy")
 
 WEIGHTS = {
     "rooms": 30,
@@ -82,8 +88,6 @@ class Check:
 
 def _q(value: str) -> str:
     """A value as it goes on a command line."""
-    import shlex
-
     return shlex.quote(value)
 
 
@@ -167,14 +171,10 @@ class Organisation(Part):
     # -- what each wing was filed from ------------------------------------------------------
     @staticmethod
     def _files(catalog: Catalog) -> list[FileRecord]:
-        from mempalace_cli.storage.catalog import FileRecord
-
         rows = catalog.conn.execute(
             "SELECT source_file, source_root, wing, content_hash, size, mtime, drawer_ids, "
             "ingest_mode FROM files"
         )
-        import json
-
         return [
             FileRecord(s, root, w, h, size, mtime, json.loads(ids), mode)
             for s, root, w, h, size, mtime, ids, mode in rows
@@ -357,8 +357,6 @@ class Organisation(Part):
         """Pairs of drawers of one wing at least NEAR_COPY similar, from the vectors the
         catalogue keeps (none when it keeps none), that don't say the same words and are not
         two parts of one exchange."""
-        import numpy as np
-
         pairs: list[tuple[str, str]] = []
         for wing in wings:
             ids, matrix = catalog.vectors(wing=wing)
@@ -437,8 +435,6 @@ class Organisation(Part):
 
     # -- facts --------------------------------------------------------------------------------
     def _facts(self) -> Check | None:
-        from mempalace_cli.common.errors import MemPalaceError
-
         try:
             stats = self.knowledge.kg_stats()
         except MemPalaceError:

@@ -48,14 +48,32 @@ class Overview(Part):
         self.curation = curation
 
     # -- the map ----------------------------------------------------------------------------
-    def palace_map(self, max_rooms: int = MAX_MAP_ROOMS) -> dict[str, Any]:
+    def palace_map(
+        self, max_rooms: int = MAX_MAP_ROOMS, links: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """Wings and rooms with their drawer counts, tunnels (a room name filed in two or more
         wings joins them) and what stands alone: an isolated wing shares no room with another
         wing; an isolated room is the only room of its wing and no tunnel (nothing leads to
-        it). A private room (an agent's diary) is drawn once per wing and never a tunnel."""
+        it). A private room (an agent's diary) is drawn once per wing and never a tunnel.
+
+        `links`: the explicit tunnels to draw too (as `palace.tunnels.list_tunnels()` gives
+        them: one read for the whole map). Those whose two rooms still hold drawers come back
+        in `links`, their rooms always drawn; a room one of them leads to does not stand
+        alone, nor does a wing one of them joins to another wing."""
         self.require()
-        graph = PalaceGraph(read_catalog(self.core).counts_by_wing_room())
+        graph = PalaceGraph(read_catalog(self.core).counts_by_wing_room(), links or ())
+        linked = {
+            (t[f"{end}_wing"], t[f"{end}_room"])
+            for t in graph.links
+            for end in ("source", "target")
+        }
         tunnel_wings = {w for node in graph.tunnels() for w in node.wings}
+        tunnel_wings |= {
+            wing
+            for t in graph.links
+            if t["source_wing"] != t["target_wing"]
+            for wing in (t["source_wing"], t["target_wing"])
+        }
         wings = [
             {
                 "wing": wing,
@@ -69,13 +87,15 @@ class Overview(Part):
         for room, node in graph.rooms.items():
             if node.is_private or not node.is_tunnel:
                 for wing, n in node.wings.items():
-                    alone = len(graph.wings[wing]) == 1 and not node.is_private
+                    led_to = (wing, room) in linked
+                    alone = len(graph.wings[wing]) == 1 and not node.is_private and not led_to
                     nodes.append(
                         {
                             "room": room,
                             "wings": [wing],
                             "drawers": n,
                             "tunnel": False,
+                            "linked": led_to,
                             "private": node.is_private,
                             "isolated": alone,
                         }
@@ -88,11 +108,14 @@ class Overview(Part):
                         "drawers": node.drawers,
                         "drawers_by_wing": dict(sorted(node.wings.items())),
                         "tunnel": True,
+                        "linked": any((wing, room) in linked for wing in node.wings),
                         "private": False,
                         "isolated": False,
                     }
                 )
-        nodes.sort(key=lambda r: (not r["tunnel"], -r["drawers"], r["room"], r["wings"]))
+        nodes.sort(
+            key=lambda r: (not (r["tunnel"] or r["linked"]), -r["drawers"], r["room"], r["wings"])
+        )
         shown = nodes[:max_rooms]
         tunnels = [n.summary() for n in graph.tunnels()]
         return {
@@ -101,6 +124,23 @@ class Overview(Part):
             "rooms_total": len(nodes),
             "rooms_hidden": len(nodes) - len(shown),
             "tunnels": tunnels,
+            "links": [
+                {
+                    "id": t["id"],
+                    "label": t.get("label"),
+                    **{
+                        end: {
+                            "wing": t[f"{end}_wing"],
+                            "room": t[f"{end}_room"],
+                            "drawer_id": t.get(f"{end}_drawer_id"),
+                        }
+                        for end in ("source", "target")
+                    },
+                    "missing_ends": list(t.get("missing_ends") or []),
+                }
+                for t in graph.links
+            ],
+            "links_dangling": len(links or ()) - len(graph.links),
             "drawers": sum(w["drawers"] for w in wings),
             "isolated_wings": [w["wing"] for w in wings if w["isolated"]],
             "isolated_rooms": [

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.embedders import MODELS, check_model_name
 from mempalace_cli.service.core import PalaceCore, Part, crashpoint, meta_from
 from mempalace_cli.service.models import (
@@ -44,6 +45,8 @@ from mempalace_cli.service.models import (
 from mempalace_cli.storage.catalog import VECTORS_META, DrawerRow
 from mempalace_cli.storage.passage_vectors import CJK_WEIGHT, PASSAGES_FROM, embed_passages
 from mempalace_cli.storage.store import collection_metadata
+
+np = lazy("numpy")
 
 BATCH = 64
 TARGET_META = "reembed_target"  # "<model>\t<collection>" while a reembed is unfinished
@@ -335,8 +338,6 @@ def fill_passages(palace: PalaceCore, embedder: Any) -> int:
 
 
 def _float32(vectors: Any) -> Any:
-    import numpy as np
-
     return np.asarray(vectors, dtype=np.float32)
 
 

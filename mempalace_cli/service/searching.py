@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from mempalace_cli.common.cjk import has_cjk
 from mempalace_cli.common.errors import InvalidInputError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.search import crosslingual, fusion
 from mempalace_cli.search import rules as search_rules
 from mempalace_cli.search.dates import Period, find_period, resolve_range
@@ -30,6 +32,8 @@ from mempalace_cli.storage.passage_vectors import best_similarity, unit_passages
 from mempalace_cli.storage.store import where_filter
 from mempalace_cli.storage.vector_index import VectorIndex
 
+np = lazy("numpy")
+
 MAX_RESULTS = 100
 # A search query longer than this is refused before any work (a 15 MB query took 25 s and
 # gigabytes). The model reads 256 tokens and keyword search gains nothing from pages of text.
@@ -37,19 +41,20 @@ MAX_QUERY_CHARS = 10_000
 MAX_DISTANCE = 2.0  # cosine distance: 0 identical, 1 unrelated, 2 opposite
 # How deep each side ranks before fusion (mempalace_cli/search/fusion.py decides the order).
 CANDIDATES = 50
+# A date or source filter on the vector side: the index's nearest FILTER_POOL x depth drawers
+# are tested first, then more, up to FILTER_POOL_MAX (0.1 s at 100,000 drawers); a filter
+# that passes fewer ranks its drawers exactly instead (Search._nearest_passing).
+FILTER_POOL = 4
+FILTER_POOL_MAX = 5000
 SEARCH_MODES = ("hybrid", "vector", "lexical")
 
 
 def _cosine(a: Any, b: Any) -> float:
-    import numpy as np
-
     a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
     return float(a @ b / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12))
 
 
 def _unit(vec: Any) -> Any:
-    import numpy as np
-
     v = np.asarray(vec, dtype=np.float32).reshape(-1)
     return v / max(float(np.linalg.norm(v)), 1e-12)
 
@@ -272,6 +277,13 @@ class Search(Part):
         texts, diaries, sources = search_rules.read_candidates(
             self.catalog, vector_hits, lexical_hits
         )
+        # A chat turn or a file's chunk is also read with the drawers beside it (fusion.py,
+        # with_neighbours): the fusion sees both sides' scores lifted by the neighbours'.
+        fused_vector, fused_lexical = vector_hits, lexical_hits
+        if mode == "hybrid" and query_vec is not None:
+            fused_vector, fused_lexical = self._with_neighbours(
+                plan, query_vec, vector_hits, lexical_hits, texts, sources, all_distances
+            )
         translated_hits = {}
         if translation is not None:
             translated_hits = translated_share(translation.result(), texts)
@@ -279,7 +291,7 @@ class Search(Part):
         # script rules are for weighing two sides against each other.
         single = None if mode == "hybrid" else fusion.FusionParams(method="rrf")
         scores = self.fuse_candidates(
-            query, vector_hits, lexical_hits, single, translated_hits, texts, sources
+            query, fused_vector, fused_lexical, single, translated_hits, texts, sources
         )
         ranked = fusion.order(scores, [(h[0], 1.0 - h[1]) for h in vector_hits], lexical_hits)
         dated: set[str] = set()
@@ -398,6 +410,91 @@ class Search(Part):
         if filt.by_date:
             self._say_dateless(found, filt)
         return found
+
+    def _with_neighbours(
+        self,
+        plan: _Plan,
+        query_vec: Any,
+        vector_hits: list[tuple[str, float, str, dict[str, Any]]],
+        lexical_hits: list[tuple[str, float]],
+        texts: dict[str, str],
+        sources: dict[str, str],
+        distances: dict[str, float],
+    ) -> tuple[list[tuple[str, float, str, dict[str, Any]]], list[tuple[str, float]]]:
+        """Both sides' candidates as the fusion reads them when the palace's fusion reads a
+        drawer with its neighbours (`neighbour_weight`; fusion.with_neighbours): the drawers
+        within `neighbour_reach` chunks of each side's first candidates, in the same source
+        file and within the search's filters, join the candidates (their texts and sources
+        added to `texts` and `sources`, their cosine distances to `distances`), and every
+        candidate's scores are lifted by its neighbours'. Drawers without a chunk number
+        (hand-filed, whole documents) have no neighbours: a palace of them ranks as before."""
+        params = fusion.for_model(self.binding().model)
+        weight, reach = params.neighbour_weight, params.neighbour_reach
+        if not weight or not (vector_hits or lexical_hits):
+            return vector_hits, lexical_hits
+        similarity = {h[0]: 1.0 - h[1] for h in vector_hits}
+        vector = list(similarity.items())
+        pool = list(dict.fromkeys([*similarity, *(i for i, _ in lexical_hits)]))
+        conn = self.catalog.conn
+        place: dict[str, tuple[str, int]] = {}
+        for start in range(0, len(pool), 500):
+            part = pool[start : start + 500]
+            place.update(
+                (r[0], (r[1], r[2]))
+                for r in conn.execute(
+                    f"SELECT id, source_file, chunk_index FROM drawers WHERE id IN "
+                    f"({','.join('?' * len(part))}) AND chunk_index IS NOT NULL "
+                    "AND source_file != ''",
+                    part,
+                )
+            )
+        seeds = [d for d in fusion.neighbour_seeds(vector, lexical_hits) if d in place]
+        if not seeds:
+            return vector_hits, lexical_hits
+        where, values = plan.filt.sql("d.")
+        spans = [v for d in seeds for v in (place[d][0], place[d][1] - reach, place[d][1] + reach)]
+        rows = conn.execute(
+            f"WITH k(s, lo, hi) AS (VALUES {','.join(['(?, ?, ?)'] * len(seeds))}) "
+            "SELECT DISTINCT d.id, d.source_file, d.chunk_index, d.text FROM k JOIN drawers d "
+            "ON d.source_file = k.s AND d.chunk_index BETWEEN k.lo AND k.hi "
+            f"WHERE {where}",
+            [*spans, *values],
+        ).fetchall()
+        for drawer_id, source, chunk, text in rows:
+            place.setdefault(drawer_id, (source, chunk))
+            texts.setdefault(drawer_id, text)
+            sources.setdefault(drawer_id, source)
+        # Cosines of the keyword candidates and added neighbours the vector side didn't return
+        unknown = [d for d in place if d not in similarity]
+        for drawer_id in [d for d in unknown if d in distances]:
+            similarity[drawer_id] = 1.0 - distances[drawer_id]
+        unknown = [d for d in unknown if d not in similarity]
+        if unknown:
+            unit = _unit(query_vec)
+            if plan.from_catalog:
+                got = self.vector_index().exact_distances(unit, unknown, column="id")
+            else:
+                stored = self.store.get(unknown, include=["embeddings"])
+                got = [
+                    (i, 1.0 - _cosine(unit, e))
+                    for i, e in zip(stored["ids"], stored["embeddings"], strict=True)
+                ]
+            for drawer_id, distance in got:
+                distances[drawer_id] = distance
+                similarity[drawer_id] = 1.0 - distance
+        by_source: dict[str, dict[int, str]] = {}
+        for drawer_id, (source, chunk) in place.items():
+            by_source.setdefault(source, {})[chunk] = drawer_id
+        beside = {
+            d: [
+                by_source[source][n]
+                for n in range(chunk - reach, chunk + reach + 1)
+                if n != chunk and n in by_source[source]
+            ]
+            for d, (source, chunk) in place.items()
+        }
+        vec, lex = fusion.with_neighbours(vector, lexical_hits, beside, similarity, weight)
+        return [(d, 1.0 - c, "", {}) for d, c in vec], lex
 
     def _dated_first(self, ranked: list[str], period: Period) -> tuple[list[str], set[str]]:
         """`ranked` with the drawers dated in `period` first, each part in its own order
@@ -581,17 +678,62 @@ class Search(Part):
         it) over the catalogue's vectors; fills `distances` for those (every filtered drawer on
         the in-memory fallback). None if a filtered drawer has no vector in the catalogue."""
         # The on-disk index (vector_index.py) answers with memory and time that do not grow
-        # with the palace; it is None where it can't be used (e.g. a read-only palace).
-        # Date and source filters (`filt`) are not in the index: those searches read the
-        # filtered rows' vectors, exactly, as before.
+        # with the palace; None where it can't be used (e.g. a read-only palace). Date and
+        # source filters (`filt`) are not in the index: its nearest drawers are filtered
+        # (`_nearest_passing`); only a filter too narrow for that reads the filtered rows'
+        # vectors, exactly (a scan of every drawer: 1 s or more at 100,000).
         narrow = filt is not None and filt.beyond_place
         # Read as it is (upkeep=False): writers keep it up to date, a search never writes it.
-        index = None if narrow else self.vector_index()
-        nearest = None if index is None else index.nearest(query_vec, depth, wing, room, False)
+        index = self.vector_index()
+        if narrow:
+            assert filt is not None
+            nearest = self._nearest_passing(index, query_vec, depth, wing, room, filt)
+        else:
+            nearest = index.nearest(query_vec, depth, wing, room, False)
         if nearest is not None:
             distances.update(nearest)
             return [(i, d, "", {}) for i, d in nearest]
         return self._catalog_vector_hits_in_memory(query_vec, depth, wing, room, distances, filt)
+
+    def _nearest_passing(
+        self,
+        index: VectorIndex,
+        query_vec: Any,
+        depth: int,
+        wing: str | None,
+        room: str | None,
+        filt: DrawerFilter,
+    ) -> list[tuple[str, float]] | None:
+        """The `depth` nearest drawers in wing/room that pass `filt` (a date or source filter),
+        from the index: its nearest drawers, the filter tested on those only, the pool widened
+        (by the share that passed) until `depth` pass or the index has no more. Any drawer that
+        passes and is left out is farther than every one kept: the ranking is the index's, as
+        without a filter. None when the index can't be used or the filter is so narrow that
+        more than FILTER_POOL_MAX drawers would be needed: the caller ranks exactly."""
+        want = depth * FILTER_POOL
+        where, params = filt.sql()
+        while True:
+            nearest = index.nearest(query_vec, want, wing, room, False)
+            if nearest is None:
+                return None
+            passing = set()
+            for start in range(0, len(nearest), 500):
+                part = [i for i, _ in nearest[start : start + 500]]
+                marks = ",".join("?" * len(part))
+                passing.update(
+                    r[0]
+                    for r in self.catalog.conn.execute(
+                        f"SELECT id FROM drawers WHERE id IN ({marks}) AND {where}",
+                        [*part, *params],
+                    )
+                )
+            kept = [(i, d) for i, d in nearest if i in passing]
+            if len(kept) >= depth or len(nearest) < want:  # enough, or all there is
+                return kept[:depth]
+            if want >= FILTER_POOL_MAX:
+                return None
+            share = max(len(kept), 1) / len(nearest)
+            want = min(FILTER_POOL_MAX, max(want * 4, int(depth / share * 1.5)))
 
     def stay_warm(self) -> None:
         """For a long-lived process (the MCP server): keep what repeated searches reuse in
@@ -623,8 +765,6 @@ class Search(Part):
         filt: DrawerFilter | None = None,
     ) -> list[tuple[str, float, str, dict[str, Any]]] | None:
         """Exact cosine over every filtered catalogue vector, read into memory."""
-        import numpy as np
-
         # A long-lived process (MCP server, benchmarks) keeps the last matrix read, normalised,
         # for as long as the palace generation (bumped by every write) stays the same. The
         # generation is read first: a write landing in between only makes the cache reload.
@@ -681,7 +821,7 @@ class _InBackground:
     def __init__(self, fn: Any, *args: Any) -> None:
         # numpy breaks when two threads import it at once (chromadb here, onnxruntime there):
         # import it on this thread first.
-        import numpy  # noqa: F401
+        import_module("numpy")
 
         self._value: Any = None
         self._error: BaseException | None = None

@@ -35,19 +35,38 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from filelock import FileLock, Timeout
+
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError, from_os_error
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.naming import normalize_name
 from mempalace_cli.miners.paths import source_key, storable
+from mempalace_cli.miners.secrets import (
+    credential_reason,
+    policy_key,
+    redact_exchange,
+    remember_policy,
+    secret_name_reason,
+)
 from mempalace_cli.service.core import PalaceCore, Part
+from mempalace_cli.service.names import name_to_file
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
+from mempalace_cli.storage.consistency import now_iso
 
 if TYPE_CHECKING:
     from mempalace_cli.service.writer import DrawerWriter
+
+# The chat parsers and the conversation miner (~100 ms with pathspec) load when a transcript is
+# read, not for the hook's quick check that it is unchanged (`Sessions.state`).
+chats = lazy("mempalace_cli.miners.convos")
+concat = lazy("mempalace_cli.miners.convos.concat")
+miner_files = lazy("mempalace_cli.miners.files")
+convo_mining = lazy("mempalace_cli.service.convos")
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
@@ -306,10 +325,6 @@ class Sessions(Part):
         export `mine --mode convos` reads) into the palace as a conversation, once. Returns
         {status: filed|unchanged|skipped, transcript, session_id, wing, format, title,
         drawers: {added, removed, total}, secrets_redacted, elapsed_seconds[, reason]}."""
-        from filelock import FileLock, Timeout
-
-        from mempalace_cli.service.names import name_to_file
-
         started = time.perf_counter()
         path = Path(transcript).expanduser()
         if not path.exists():
@@ -347,10 +362,6 @@ class Sessions(Part):
         return {**base, **result, "elapsed_seconds": round(time.perf_counter() - started, 3)}
 
     def _file(self, path: Path, src: str, wing: str, agent: str) -> dict[str, Any]:
-        from mempalace_cli.miners.convos import SLACK_INDEX, ParseError, detect
-        from mempalace_cli.miners.files import sha256_file
-        from mempalace_cli.miners.secrets import credential_reason, secret_name_reason
-
         st = path.stat()
         out: dict[str, Any] = {"wing": wing, "format": "", "title": "", "secrets_redacted": 0}
         drawers = {"added": 0, "removed": 0, "total": 0}
@@ -362,11 +373,11 @@ class Sessions(Part):
         if same_place and (rec.size, rec.mtime) == (st.st_size, st.st_mtime):
             drawers["total"] = len(rec.drawer_ids)
             return {**out, "status": "unchanged", "drawers": drawers}
-        found = detect(path)
-        if found.format is None or found.format == SLACK_INDEX:
+        found = chats.detect(path)
+        if found.format is None or found.format == chats.SLACK_INDEX:
             reason = found.reason or "a Slack workspace index, not messages"
             return {**out, "status": "skipped", "reason": reason, "drawers": drawers}
-        digest = sha256_file(path)
+        digest = miner_files.sha256_file(path)
         out["format"] = found.format
         if same_place and rec.content_hash == digest:
             with self.lock.hold(), self.catalog.transaction() as conn:
@@ -377,7 +388,7 @@ class Sessions(Part):
         filing.digest, filing.fmt = digest, found.format
         try:
             self._read(filing)
-        except (ParseError, UnicodeDecodeError) as exc:
+        except (chats.ParseError, UnicodeDecodeError) as exc:
             where = getattr(exc, "where", "")
             problem = getattr(exc, "problem", str(exc))
             reason = f"{where}: {problem}" if where else problem
@@ -388,8 +399,6 @@ class Sessions(Part):
         if not filing.new_rows and before <= set(filing.ids) and self.catalog.exists:
             # Lines that hold no exchange (tool output, a summary) were added: no drawer
             # changes, so only the manifest is updated, without loading Chroma or the model.
-            from mempalace_cli.storage.consistency import now_iso
-
             with self.lock.hold(), self.catalog.transaction() as conn:
                 self.catalog.put_file(conn, _record(filing), now_iso())
             added = removed = 0
@@ -409,24 +418,18 @@ class Sessions(Part):
     def _read(self, filing: _Filing) -> None:
         """Pass one: every drawer of the transcript (secrets redacted before the ids are taken
         from the words), and which of them the palace does not hold yet."""
-        from dataclasses import replace
-
-        from mempalace_cli.miners.convos import Problem, plan_drawers, read_exchanges
-        from mempalace_cli.miners.secrets import redact_exchange
-        from mempalace_cli.service.convos import RowContext
-
         note = _SecretsNote()
 
         def exchanges() -> Iterator[Any]:
-            for item in read_exchanges(filing.path, filing.fmt):
-                if isinstance(item, Problem):
+            for item in chats.read_exchanges(filing.path, filing.fmt):
+                if isinstance(item, chats.Problem):
                     filing.problems.append(f"{item.where}: {item.problem}")
                 else:
                     yield redact_exchange(item, filing.path.name, note)
 
         rows: list[DrawerRow] = []
         legacy: dict[str, str] = {}
-        context = RowContext(
+        context = convo_mining.RowContext(
             filing.wing,
             filing.agent,
             filing.src,
@@ -435,7 +438,7 @@ class Sessions(Part):
             filing.mtime,
             date_name=filing.path.name,  # no time in the session: its file's
         )
-        for index, drawer in enumerate(plan_drawers(exchanges())):
+        for index, drawer in enumerate(chats.plan_drawers(exchanges())):
             row = context.row(drawer, index)
             legacy[row.id] = context.legacy_id(drawer)
             rows.append(row)
@@ -506,8 +509,6 @@ class Sessions(Part):
     def _remember_policy(self, root: str) -> None:
         """A folder first filed by the hook is recorded as screened for secrets, as a mine of
         it without --keep-secrets would; a policy recorded by an earlier mine is kept."""
-        from mempalace_cli.miners.secrets import policy_key, remember_policy
-
         catalog = self.catalog
         if catalog.get_meta(policy_key(root)) is None:
             with self.lock.hold():
@@ -525,8 +526,6 @@ class Sessions(Part):
         sessions into one file per session in `output_dir`. Without `output_dir`, or with
         `dry_run`, only says what it would write. Never changes, moves or removes an input,
         and never overwrites a file in `output_dir`."""
-        from mempalace_cli.miners.convos.concat import find_sessions, output_name, write_sessions
-
         if isinstance(min_sessions, bool) or not isinstance(min_sessions, int) or min_sessions < 2:
             raise InvalidInputError(
                 f"--min-sessions must be 2 or more, not {min_sessions!r}.",
@@ -543,7 +542,7 @@ class Sessions(Part):
         files: list[dict[str, Any]] = []
         written = 0
         for file in inputs:
-            found = find_sessions(file)
+            found = concat.find_sessions(file)
             entry: dict[str, Any] = {
                 "file": source_key(file),
                 "layout": found.layout,
@@ -558,7 +557,7 @@ class Sessions(Part):
                 files.append({**entry, "action": "skip", "reason": reason})
                 continue
             target_dir = out if out is not None else file.parent
-            names = {s.index: target_dir / output_name(found, s) for s in found.sessions}
+            names = {s.index: target_dir / concat.output_name(found, s) for s in found.sessions}
             parts = [
                 {
                     "index": s.index,
@@ -586,7 +585,7 @@ class Sessions(Part):
                 assert out is not None
                 try:
                     out.mkdir(parents=True, exist_ok=True)
-                    write_sessions(found, names)
+                    concat.write_sessions(found, names)
                 except FileExistsError as exc:
                     reason = f"{exc.args[0]} exists: nothing overwritten"
                     files.append({**entry, "action": "skip", "reason": reason, "parts": parts})

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.common.errors import InvalidInputError, NoPalaceError, NotFoundError
 from mempalace_cli.memory.graph import PRIVATE_ROOMS
+from mempalace_cli.miners.secrets import redact
 from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.names import closest, name_to_read
 from mempalace_cli.service.navigation import read_catalog
@@ -530,8 +531,6 @@ def _clean_label(label: str | None) -> str | None:
         )
     if not label:
         return None
-    from mempalace_cli.miners.secrets import redact
-
     return redact(label).text  # secrets never enter the palace, labels included
 
 

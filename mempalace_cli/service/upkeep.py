@@ -21,14 +21,22 @@ A part the `Palace` facade owns (`palace.upkeep`).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mempalace_cli.common.errors import ConfigError, InvalidInputError
+from mempalace_cli.common.errors import ConfigError, InvalidInputError, failure_of
+from mempalace_cli.common.hook_settings import hook_settings_path, write_hook_settings
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.textsafe import clean_text
+from mempalace_cli.miners.dates import filed_date
+from mempalace_cli.miners.files import IgnoreRules, is_skipped_dir, is_temp_file
 from mempalace_cli.miners.paths import on_disk, source_key
+from mempalace_cli.miners.project import DEFAULT_EXCLUDE, load_project_config
+from mempalace_cli.miners.secrets import redact_for_drawer
 from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.diary import entry_row
 from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD, check_content
@@ -44,10 +52,13 @@ from mempalace_cli.storage.consistency import now_iso
 from mempalace_cli.storage.drawer_ids import candidate_ids, filed_under
 from mempalace_cli.storage.drawer_ids import drawer_id as hand_filed_id
 from mempalace_cli.storage.manifest import drawer_ids_of_sources, filed_since, mined_files
+from mempalace_cli.storage.server_ledger import RETENTION_US, now_us, peer_name
 
 if TYPE_CHECKING:
     from mempalace_cli.service.drawers import Drawers
     from mempalace_cli.service.writer import DrawerWriter
+
+np = lazy("numpy")
 
 MAX_CHECKPOINT_ITEMS = 100
 ITEM_FIELDS = ("wing", "room", "content", "source_file")
@@ -106,8 +117,6 @@ class Upkeep(Part):
                 rows.append(diary_row)
                 vectors.append(self.embedder.embed([diary_row.text])[0])
             if rows:
-                import numpy as np
-
                 self.writer.file(rows, np.asarray(vectors, dtype=np.float32))
         return {
             "success": True,
@@ -132,9 +141,6 @@ class Upkeep(Part):
                 "accepted. Nothing was written.",
                 hint="Split them over several checkpoints.",
             )
-        from mempalace_cli.miners.dates import filed_date
-        from mempalace_cli.miners.secrets import redact_for_drawer
-
         stamp = now_iso()
         batch: list[_Item] = []
         secrets = 0
@@ -228,8 +234,6 @@ class Upkeep(Part):
                 fresh.append(b)
         if not fresh:
             return filed, duplicates, [], []
-        import numpy as np
-
         vectors = np.asarray(self.embedder.embed([b.row.text for b in fresh]), dtype=np.float32)
         units = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         rows: list[DrawerRow] = []
@@ -385,8 +389,6 @@ class Upkeep(Part):
         try:
             health["facts"] = facts()["triples"]
         except Exception as exc:  # a broken graph file is reported, the drawers still serve
-            from mempalace_cli.common.errors import failure_of
-
             health["knowledge_graph"] = failure_of(exc).text()
         return {
             "success": True,
@@ -399,8 +401,6 @@ class Upkeep(Part):
     def hook_settings(
         self, silent_save: bool | None = None, desktop_toast: bool | None = None
     ) -> HookSettingsResult:
-        from mempalace_cli.common.hook_settings import hook_settings_path, write_hook_settings
-
         for name, value in (("silent_save", silent_save), ("desktop_toast", desktop_toast)):
             if value is not None and not isinstance(value, bool):
                 raise InvalidInputError(f"{name} must be true or false, not {value!r}.")
@@ -416,8 +416,6 @@ class Upkeep(Part):
         }
 
     def mesh_peers(self) -> MeshPeersResult:
-        from mempalace_cli.storage.server_ledger import RETENTION_US, now_us, peer_name
-
         me = peer_name()
         window = min(RETENTION_US, PEER_WINDOW_HOURS * 3600 * 1_000_000)
         found = self.backend.writers_since(now_us() - window)
@@ -472,8 +470,6 @@ def _project_key(project_dir: str | None) -> str | None:
     path = Path(str(project_dir)).expanduser()
     if not path.is_absolute():
         path = Path.cwd() / path
-    import os
-
     return source_key(os.path.normpath(path))
 
 
@@ -486,9 +482,6 @@ def _stale_files(records: list[FileRecord]) -> tuple[list[tuple[FileRecord, str]
     """The records whose drawers no longer belong, each with why; and the problems that kept
     some folder from being checked (its mempalace.toml can't be read): never a reason to
     remove."""
-    from mempalace_cli.miners.files import IgnoreRules, is_skipped_dir, is_temp_file
-    from mempalace_cli.miners.project import DEFAULT_EXCLUDE, load_project_config
-
     rules: dict[tuple[str, str], tuple[Any, Any, list[str]] | None] = {}
     problems: list[str] = []
     stale: list[tuple[FileRecord, str]] = []
@@ -563,6 +556,4 @@ def _ids_by_file(
 
 
 def _stamp_of(at_us: int) -> str:
-    from datetime import UTC, datetime
-
     return datetime.fromtimestamp(at_us / 1_000_000, UTC).isoformat(timespec="seconds")

@@ -20,11 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.common.config import PROJECT_FILE
 from mempalace_cli.common.errors import MemPalaceError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.miners.paths import storable
 from mempalace_cli.service.watching import PathRules
 
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
+
+watchdog_observers = lazy("watchdog.observers")
+watchdog_polling = lazy("watchdog.observers.polling")
 
 DEBOUNCE_SECONDS = 0.5  # a path must be quiet this long before it is mined
 MAX_WAIT_SECONDS = 2.0  # ...unless events keep coming: then a batch goes anyway
@@ -130,12 +134,9 @@ class FolderWatcher:
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> str:
         """Start observing; returns the observer used: "inotify" (native) or "polling"."""
-        from watchdog.observers import Observer
-        from watchdog.observers.polling import PollingObserver
-
         if not self.poll:
             try:
-                observer = Observer()
+                observer = watchdog_observers.Observer()
                 observer.schedule(self, str(self.root), recursive=True)
                 observer.start()
                 self._observer, self.observer_kind = observer, _native_name(observer)
@@ -143,7 +144,7 @@ class FolderWatcher:
             except OSError:  # inotify limits, or a filesystem that doesn't report events
                 with suppress(Exception):
                     observer.stop()
-        observer = PollingObserver(timeout=POLL_INTERVAL)
+        observer = watchdog_polling.PollingObserver(timeout=POLL_INTERVAL)
         observer.schedule(self, str(self.root), recursive=True)
         observer.start()
         self._observer, self.observer_kind = observer, "polling"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mempalace_cli.common.config import PROJECT_FILE
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.naming import normalize_name
 from mempalace_cli.miners.files import (
     Candidate,
@@ -43,6 +44,8 @@ from mempalace_cli.service.mine_common import (
 from mempalace_cli.service.mining import Mining
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import FileRecord
+
+np = lazy("numpy")
 
 # A change to one of these changes what every file means (rules, rooms): re-check the folder.
 RULE_FILES = frozenset({PROJECT_FILE, ".gitignore"})
@@ -315,8 +318,6 @@ class Watch(Part):
         }
         missing = [r.text for r in rows if r.text not in by_text]
         fresh = dict(zip(missing, self.embedder.embed(missing), strict=True)) if missing else {}
-        import numpy as np
-
         embeddings = np.asarray(
             [by_text[r.text] if r.text in by_text else fresh[r.text] for r in rows],
             dtype=np.float32,

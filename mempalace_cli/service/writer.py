@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from mempalace_cli.common.errors import IncompatiblePalaceError
+from mempalace_cli.miners.secrets import redact
 from mempalace_cli.service.core import Part, crashpoint
 from mempalace_cli.service.models import dimension_of
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
@@ -126,8 +127,6 @@ def _redact_fields(rows: Sequence[DrawerRow]) -> list[DrawerRow]:
     `[REDACTED:kind]` (miners/secrets.py; its prefilter makes a value with no trigger literal
     cost one regex pass). The secret rules load with the first write, not with the part
     (`status` builds this part too)."""
-    from mempalace_cli.miners.secrets import redact
-
     def clean(value: Any) -> Any:
         return redact(value).text if isinstance(value, str) and value else value
 

@@ -4,7 +4,7 @@ request (`slow_client_protocol`: a client that dribbles its request gets 408 and
 and a stop that always ends the process, exit 0, within GRACEFUL_SECONDS of the first Ctrl-C
 or SIGTERM however many connections are open (`StopDeadline`, `QuietStopServer`).
 
-May import: `mempalace_cli.common` only (and uvicorn, lazily).
+May import: `mempalace_cli.common` only (and uvicorn, through `common.lazy`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ import threading
 import time
 from contextlib import contextmanager, suppress
 from typing import Any
+
+from mempalace_cli.common.lazy import lazy
+
+anyio = lazy("anyio")
+uvicorn = lazy("uvicorn")
+uvicorn_http = lazy("uvicorn.protocols.http.auto")
 
 log = logging.getLogger("mempalace.mcp")  # the servers' log (configured by their front end)
 
@@ -37,9 +43,8 @@ def slow_client_protocol() -> type:
     BODY_IDLE_SECONDS or arrives slower than BODY_MIN_RATE bytes a second (after the first
     BODY_IDLE_SECONDS), gets 408 and is closed. Responses, however long (an SSE stream, a long
     mine), are never timed."""
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    class SlowClientGuard(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+    class SlowClientGuard(uvicorn_http.AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         _deadline_timer: asyncio.TimerHandle | None = None
         _waiting: tuple[str, int] | None = None  # ("head" | "body", id of the request cycle)
         _since = 0.0  # when the wait began
@@ -162,8 +167,6 @@ class StopDeadline:
 
 
 def _quiet_stop_server_class() -> type:
-    import uvicorn
-
     class QuietStopServer(uvicorn.Server):
         """uvicorn, minus re-raising the stop signal after its graceful shutdown (a re-raised
         SIGTERM would kill the process instead of letting it exit 0), plus the StopDeadline."""
@@ -203,8 +206,6 @@ def server_config(app: Any, lifespan: str) -> Any:
     """uvicorn's settings for one of our servers: the slow-client limits, no access log (the
     front end logs what it serves), DRAIN_SECONDS for open requests at a stop; `lifespan`
     "on" or "off" as the app needs."""
-    import uvicorn
-
     return uvicorn.Config(
         app,
         http=slow_client_protocol(),
@@ -217,8 +218,6 @@ def server_config(app: Any, lifespan: str) -> Any:
 
 def serve_on_socket(config: Any, sock: Any) -> None:
     """Run uvicorn (`config`) on the bound socket `sock` until a stop signal (exit 0)."""
-    import anyio
-
     anyio.run(_QuietStopServer(config).serve, [sock])
 
 

@@ -48,6 +48,7 @@ from mempalace_cli.storage.consistency import (
     ServerConsistency,
 )
 from mempalace_cli.storage.coordination_log import ChromaLog, CoordinationLog, SqliteLog
+from mempalace_cli.storage.graph_links import ChromaLinks, SqliteLinks
 from mempalace_cli.storage.locking import PalaceLock
 from mempalace_cli.storage.palace_owner import index_dir
 from mempalace_cli.storage.store import DrawerStore
@@ -260,8 +261,6 @@ class EmbeddedBackend(PalaceBackend):
         return maker.folder_location(self.palace_path)
 
     def open_links(self) -> Any:
-        from mempalace_cli.storage.graph_links import SqliteLinks
-
         return SqliteLinks(self.index_dir)
 
     def open_coordination_log(self) -> CoordinationLog:
@@ -337,8 +336,6 @@ class ServerBackend(PalaceBackend):
         return maker.server_location(self.location)
 
     def open_links(self) -> Any:
-        from mempalace_cli.storage.graph_links import ChromaLinks
-
         store = self.store
         return ChromaLinks(lambda: store.client, self.server)
 

@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import re
+import secrets
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,11 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from mempalace_cli.common.cjk import CJK_RUN, bigrams, index_text, is_question_gram
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.wordlists import STOPWORDS
 from mempalace_cli.storage import lexical_topk
 from mempalace_cli.storage.filters import DrawerFilter
 from mempalace_cli.storage.sqlite_db import PalaceDb, add_column
 from mempalace_cli.storage.term_postings import TermPostings
+
+np = lazy("numpy")
 
 # One-time notices (an index upgrade) go to stderr through logging: the core prints nothing.
 notices = logging.getLogger("mempalace.notice")
@@ -414,8 +418,6 @@ class Catalog:
     ) -> tuple[list[str], Any]:
         """The passage vectors of the drawers in wing/room (or `filt`): each one's drawer id
         and an (n, d) float32 matrix; ([], None) when there are none."""
-        import numpy as np
-
         where, params = _where(wing, room, prefix="d.", filt=filt)
         try:
             rows = self.conn.execute(
@@ -460,8 +462,6 @@ class Catalog:
     ) -> tuple[list[str], Any]:
         """The ids and an (n, d) float32 matrix of the drawers in wing/room (or `filt`), in
         rowid order; (ids, None) if any of them has no vector."""
-        import numpy as np
-
         where, params = _where(wing, room, filt=filt)
         rows = self.conn.execute(
             f"SELECT id, embedding FROM drawers WHERE {where} ORDER BY rowid", params
@@ -700,8 +700,6 @@ def has_vector_log(conn: sqlite3.Connection) -> bool:
 def ensure_vector_log(conn: sqlite3.Connection) -> None:
     """Create the change log and name this catalogue (a new token: an index built from another
     catalogue is rebuilt). A write of its own; commits what `conn` had pending first."""
-    import secrets
-
     conn.commit()
     conn.executescript(
         "BEGIN IMMEDIATE;"
@@ -775,7 +773,6 @@ def _fts_tokens(conn: sqlite3.Connection) -> str | None:
 def _blobs(embeddings: Any, n: int) -> list[bytes]:
     if n == 0:
         return []
-    import numpy as np
 
     matrix = np.asarray(embeddings, dtype=np.float32)
     return [v.tobytes() for v in matrix.reshape(n, -1)]

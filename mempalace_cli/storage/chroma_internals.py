@@ -42,7 +42,11 @@ from mempalace_cli.common.errors import (
     from_os_error,
     from_sqlite_error,
 )
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.storage.sqlite_db import connect_read_only
+
+chromadb_api = lazy("chromadb.api")
+chromadb_shared = lazy("chromadb.api.shared_system_client")
 
 T = TypeVar("T")
 CHROMA_FILE = "chroma.sqlite3"
@@ -322,11 +326,11 @@ _GENERATIONS: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictio
 def _shared() -> Any | None:
     """chromadb's SharedSystemClient when it has the registry we read, else None."""
     try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-    except ImportError:
+        shared = chromadb_shared.SharedSystemClient
+    except (ImportError, AttributeError):  # no chromadb, or one that moved the class
         return None
     needed = ("_identifier_to_system", "_identifier_to_refcount", "_refcount_lock")
-    return SharedSystemClient if all(hasattr(SharedSystemClient, n) for n in needed) else None
+    return shared if all(hasattr(shared, n) for n in needed) else None
 
 
 def client_api(client: Any) -> Any | None:
@@ -341,10 +345,8 @@ def folder_api(folder: str) -> Any | None:
     if shared is None:
         return None
     try:
-        from chromadb.api import ServerAPI
-
         system = shared._identifier_to_system.get(folder)
-        return None if system is None else system.instance(ServerAPI)
+        return None if system is None else system.instance(chromadb_api.ServerAPI)
     except Exception:
         return None
 
@@ -382,11 +384,9 @@ def release_client(client: Any) -> None:
     if shared is None or ident is None:
         reset_all_clients()
         return
-    from chromadb.api import ServerAPI
-
     with shared._refcount_lock:
         system = shared._identifier_to_system.get(ident)
-        if system is None or system.instance(ServerAPI) is not client_api(client):
+        if system is None or system.instance(chromadb_api.ServerAPI) is not client_api(client):
             return  # already detached by another client of this process
         users = shared._identifier_to_refcount.get(ident, 0)
         if users > 2:  # the client and its admin client count two; others use it too
@@ -410,9 +410,7 @@ def detach_folder(folder: str) -> None:
 
 def reset_all_clients() -> None:
     """chromadb's public reset of every client of this process."""
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    SharedSystemClient.clear_system_cache()
+    chromadb_shared.SharedSystemClient.clear_system_cache()
 
 
 # -- collections and clients ------------------------------------------------------------------

@@ -2,7 +2,7 @@
 every request by a timeout, turn every way a request can fail into a typed error, and retry
 reads (only reads: a write is never repeated behind the caller's back).
 
-chromadb is imported here on first use only.
+chromadb and httpx are imported at their first use (`common.lazy`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,12 @@ from mempalace_cli.common.errors import (
     ServerTimeoutError,
     ServerUnavailableError,
 )
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.storage import chroma_internals
+
+chromadb = lazy("chromadb")
+chromadb_config = lazy("chromadb.config")
+httpx = lazy("httpx")
 
 T = TypeVar("T")
 DEFAULT_TENANT = "default_tenant"
@@ -95,8 +100,6 @@ def check_reachable(opts: ServerOptions) -> None:
     """One heartbeat with the timeout, token and TLS settings, so that a server that is down,
     hangs or refuses us fails here with a clear error instead of inside chromadb (whose own
     client waits forever)."""
-    import httpx
-
     host, port, tls = _endpoint(opts)
     url = f"{'https' if tls else 'http'}://{host}:{port}/api/v2/heartbeat"
     try:
@@ -117,14 +120,10 @@ def check_reachable(opts: ServerOptions) -> None:
 
 def connect(opts: ServerOptions) -> Any:
     """A chromadb HttpClient for the server, every request bounded by `opts.timeout`."""
-    import chromadb
-    import httpx
-    from chromadb.config import Settings as ChromaSettings
-
     host, port, tls = _endpoint(opts)
     read(opts, lambda: check_reachable(opts))
     verify = _verify(opts)
-    settings = ChromaSettings(
+    settings = chromadb_config.Settings(
         anonymized_telemetry=False,
         allow_reset=False,
         chroma_server_ssl_verify=verify if verify is not True else None,
@@ -152,10 +151,7 @@ def connect(opts: ServerOptions) -> Any:
 
 def _ensure_database(host: str, port: int, tls: bool, opts: ServerOptions, base: Any) -> None:
     """Create the palace's database on the server the first time it is used."""
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    settings = ChromaSettings(
+    settings = chromadb_config.Settings(
         **{
             **base.model_dump(),
             "chroma_api_impl": "chromadb.api.fastapi.FastAPI",
@@ -193,7 +189,6 @@ def classify(exc: BaseException, opts: ServerOptions) -> MemPalaceError:
     """The typed error for one failed request."""
     if isinstance(exc, MemPalaceError):
         return exc
-    import httpx
 
     text = str(exc)
     if isinstance(exc, httpx.TimeoutException | TimeoutError):

@@ -49,10 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from mempalace_cli.common.errors import MemPalaceError, PalaceCorruptError
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.storage.catalog import VECTORS_META, Catalog, DrawerRow
 from mempalace_cli.storage.chroma_internals import LogHead, log_ids_since, read_log_head
 from mempalace_cli.storage.locking import PalaceLock
 from mempalace_cli.storage.store import DrawerStore
+
+np = lazy("numpy")
 
 log = logging.getLogger("mempalace.consistency")
 notices = logging.getLogger("mempalace.notice")  # one-time notes that are not repairs
@@ -187,8 +190,6 @@ def _same_row(a: DrawerRow, b: DrawerRow) -> bool:
 def _same_vector(blob: bytes, vec: Any) -> bool:
     """Chroma hands back float32 vectors that may differ from what was written in the last
     bit (a round trip through float64): equal within 1e-6 is the same vector."""
-    import numpy as np
-
     old = np.frombuffer(blob, dtype=np.float32)
     return old.shape == vec.shape and bool(np.allclose(old, vec, rtol=0, atol=1e-6))
 
@@ -402,7 +403,6 @@ class Consistency:
             return
         current = self.catalog.get(ids)
         blobs = self.catalog.embedding_blobs(ids)
-        import numpy as np
 
         rows, vectors = [], []
         for i, doc, meta, emb in zip(

@@ -15,6 +15,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from mempalace_cli.common.errors import InvalidInputError, NotFoundError
+
 DIGEST_CHARS = 16
 
 
@@ -65,8 +67,6 @@ def expand_prefix(conn: Any, text: str) -> str:
     InvalidInputError for a prefix under MIN_PREFIX characters or one that matches several
     drawers (naming them), NotFoundError when nothing matches. `conn` is the catalogue's
     SQLite connection."""
-    from mempalace_cli.common.errors import InvalidInputError, NotFoundError
-
     if conn.execute("SELECT 1 FROM drawers WHERE id = ?", (text,)).fetchone():
         return text
     if len(text) < MIN_PREFIX:

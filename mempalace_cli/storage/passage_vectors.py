@@ -26,6 +26,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mempalace_cli.common.cjk import CJK_CHAR, has_cjk
+from mempalace_cli.common.lazy import lazy
+
+np = lazy("numpy")
 
 # A passage holds about this much text (CJK characters weigh 4). Chosen on the LoCoMo and
 # LongMemEval dev sets (benchmarks/fusion_cv.py --passage-sizes): 400 against 200-1,600.
@@ -131,8 +134,6 @@ def unit_passages(catalog: Any, ids: list[str], wing: Any, room: Any, filt: Any)
     """For an exact ranking over every drawer in wing/room (or `filt`) whose ids are `ids`:
     (owners, unit passage matrix), `owners` giving each passage's drawer position in `ids`;
     None when none of them has passages."""
-    import numpy as np
-
     owners, matrix = catalog.passage_vectors(wing, room, filt=filt)
     if matrix is None:
         return None

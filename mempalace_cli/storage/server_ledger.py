@@ -22,7 +22,9 @@ Chroma wants a vector with every record; these records carry a constant 1-d one.
 
 from __future__ import annotations
 
+import getpass
 import json
+import socket
 import time
 import uuid
 from collections.abc import Sequence
@@ -49,9 +51,6 @@ def now_us() -> int:
 
 def peer_name() -> str:
     """This writer as its teammates see it: user@host."""
-    import getpass
-    import socket
-
     try:
         user = getpass.getuser()
     except Exception:  # no user name in this environment (a container without one)

@@ -24,10 +24,15 @@ from mempalace_cli.common.errors import (
     from_sqlite_error,
     write_failure,
 )
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.embedders.base import DIMENSION, MODEL_NAME
 from mempalace_cli.storage import chroma_internals, chroma_server
 from mempalace_cli.storage.chroma_internals import CHROMA_FILE
 from mempalace_cli.storage.chroma_server import ServerOptions
+from mempalace_cli.storage.server_ledger import ServerLedger
+
+chromadb = lazy("chromadb")
+chromadb_config = lazy("chromadb.config")
 
 T = TypeVar("T")
 # Chroma's registry of open folders is process-wide and unguarded: two palace objects of one
@@ -82,8 +87,6 @@ class DrawerStore:
         if self.server is None:
             raise AssertionError("an embedded palace has no server ledger")
         if self._ledger is None:
-            from mempalace_cli.storage.server_ledger import ServerLedger
-
             self._ledger = ServerLedger(self.client, self.server)
         return self._ledger
 
@@ -96,10 +99,7 @@ class DrawerStore:
 
     def _make_client(self) -> Any:
         _silence_chroma()
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
-        settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        settings = chromadb_config.Settings(anonymized_telemetry=False, allow_reset=False)
         if self.server is not None:
             return chroma_server.connect(self.server)
         self.palace_path.mkdir(parents=True, exist_ok=True)

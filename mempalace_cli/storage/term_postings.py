@@ -24,7 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.storage.lexical_topk import index_averages, read_varint
+
+np = lazy("numpy")
 
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
 B = 0.75
@@ -51,8 +54,6 @@ class Postings:
     def share(self, rows: int, avgdl: float, lengths: Any) -> Any:
         """idf * f * (k1 + 1) / (f + k1 * (1 - b + b * length / avgdl)) per row: bm25()'s
         term for this word, recomputed only when the palace changed."""
-        import numpy as np
-
         if self.key != (rows, avgdl):
             f = self.freqs.astype(np.float64)
             length = lengths[self.rowids].astype(np.float64)
@@ -81,8 +82,6 @@ class TermPostings:
         """The k best (drawer id, bm25 score) for the OR of `terms` (quoted FTS5 terms) over
         the whole palace, best first; None where FTS5's own query should answer (a small
         palace, a phrase or prefix term, no common word among the terms)."""
-        import numpy as np
-
         if rows < MIN_ROWS or k <= 0 or not terms:
             return None
         self._follow(position)
@@ -133,8 +132,6 @@ class TermPostings:
 
     def _load(self, token: str) -> Postings:
         """The rows holding `token`, from FTS5's index (fts5vocab)."""
-        import numpy as np
-
         if self.lengths is None:
             self.lengths = self._all_lengths()
         vocab = self._vocab()
@@ -147,8 +144,6 @@ class TermPostings:
 
     def _all_lengths(self) -> Any:
         """Every row's length in tokens as bm25() reads it (drawer_fts_docsize), by rowid."""
-        import numpy as np
-
         rows = self.conn.execute("SELECT id, sz FROM drawer_fts_docsize").fetchall()
         size = max((r[0] for r in rows), default=0) + 1
         out = np.zeros(size, dtype=np.uint32)
@@ -160,8 +155,6 @@ class TermPostings:
 
     def _set_lengths(self, rowids: list[int]) -> None:
         """Re-read the lengths of `rowids` (0 for a row that is gone)."""
-        import numpy as np
-
         top = max(rowids) + 1
         if top > len(self.lengths):
             self.lengths = np.concatenate(
@@ -213,8 +206,6 @@ class TermPostings:
 
     def _replace_rows(self, rowids: list[int]) -> None:
         """Drop the postings of `rowids`, then add those of their current texts."""
-        import numpy as np
-
         texts: list[tuple[int, str]] = []
         for start in range(0, len(rowids), 500):
             part = rowids[start : start + 500]
@@ -331,8 +322,6 @@ def _best(scores: Any, k: int, np: Any) -> list[tuple[int, float]]:
 def _compact(values: Any) -> Any:
     """Non-negative integers in the smallest unsigned type that holds them (a rowid in 4
     bytes, a frequency in 1, in practice)."""
-    import numpy as np
-
     top = int(values.max()) if len(values) else 0
     return values.astype(np.min_scalar_type(top) if top > 0 else np.uint8)
 

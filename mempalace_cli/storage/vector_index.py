@@ -56,7 +56,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mempalace_cli.common.lazy import lazy
 from mempalace_cli.storage.catalog import VECTOR_LOG_TOKEN, ensure_vector_log, has_vector_log
+
+np = lazy("numpy")
 
 INDEX_DIR = "vector_index"
 # 2: sign codes (signs.<epoch>) beside the int8 codes; an older index rebuilds once. A long
@@ -152,8 +155,6 @@ class VectorIndex:
         writes nothing), the index is read as it is: the rows the catalogue changed since its
         last update are scored exactly from the catalogue instead (read in the caller's
         snapshot), and None is returned when there is no index or it is too far behind."""
-        import numpy as np
-
         if os.environ.get(SWITCH_ENV, "1") == "0":
             return None
         touched: list[int] = []
@@ -215,8 +216,6 @@ class VectorIndex:
     ) -> list[tuple[str, float]]:
         """`exact` (id, distance) with each drawer's distance lowered to that of its passage
         among `keys` (passage rows' index keys) where closer, read exactly."""
-        import numpy as np
-
         best = dict(exact)
         for start in range(0, len(keys), 500):
             part = keys[start : start + 500]
@@ -265,8 +264,6 @@ class VectorIndex:
         or id) is in `keys` (and in wing/room, when given), read from their float32
         vectors; a long drawer's is that of its closest passage when closer
         (passage_vectors.py; `passages=False`: the caller knows there are none)."""
-        import numpy as np
-
         place = "".join(
             f" AND {name} = ?" for name, v in (("wing", wing), ("room", room)) if v is not None
         )
@@ -341,8 +338,6 @@ class VectorIndex:
 
     def _build(self, token: str, epoch: int | None = None) -> Header | None:
         """Write a new epoch from every catalogue row, in one read snapshot of the catalogue."""
-        import numpy as np
-
         self.dir.mkdir(exist_ok=True)
         old = self._read_header()
         epoch = (old.epoch + 1) if old is not None else 0
@@ -386,8 +381,6 @@ class VectorIndex:
     def _apply(self, header: Header) -> Header | None:
         """Apply the log entries after header.seq: tombstone the rows they name, append the
         current version of those that still exist."""
-        import numpy as np
-
         groups = {(g[0], g[1]): i for i, g in enumerate(header.groups)}
         parts: list[Any] = []  # the touched drawers' passage rows
         with _snapshot(self.conn):
@@ -498,8 +491,6 @@ class VectorIndex:
         """int8 cosine estimates of the candidate rows in wing/room, and their rowids (aligned;
         -inf marks a row that is not a candidate). The candidates: every live row in wing/room,
         or from ANN_MIN_ROWS of them on, those nearest by sign codes (module docstring)."""
-        import numpy as np
-
         n = header.n
         if n == 0:
             return None, None
@@ -528,8 +519,6 @@ class VectorIndex:
 
     def _scan_scores(self, header: Header, q: Any, keep: Any, arrays: dict[str, Any]) -> Any:
         """int8 estimates for all header.n rows (-inf where not `keep`), block by block."""
-        import numpy as np
-
         n, dim, scales = header.n, header.dim, arrays["scales"]
         scores = np.full(n, -np.inf, dtype=np.float32)
         buf = np.empty((BLOCK_ROWS, dim), dtype=np.int8)
@@ -542,8 +531,6 @@ class VectorIndex:
 
     def _row_scores(self, header: Header, q: Any, rows: Any, arrays: dict[str, Any]) -> Any:
         """int8 estimates for the rows at positions `rows` (ascending)."""
-        import numpy as np
-
         dim, scales = header.dim, arrays["scales"]
         codes = arrays.get("codes")
         if codes is not None:
@@ -577,8 +564,6 @@ class VectorIndex:
     ) -> Any:
         """Positions (ascending) of the max(POOL_MIN, POOL_SHARE x live) rows in `keep` whose
         sign codes are nearest to the query's by Hamming distance."""
-        import numpy as np
-
         n, words = header.n, header.sign_bytes // 8
         qbits = _sign_codes(q.reshape(1, -1), header.sign_bytes, np)[0]
         dist = np.empty(n, dtype=np.uint16)
@@ -619,8 +604,6 @@ class VectorIndex:
         keep_in_memory() the codes and sign codes. A long-lived process keeps them while the
         header stays the same; after appends (same epoch) it reads only the new rows, and the
         rowids again (tombstones are written into them in place)."""
-        import numpy as np
-
         key = (header.built, header.epoch, header.n, header.seq)
         if self._memory is not None and self._memory[0] == key:
             return self._memory[1]

@@ -20,6 +20,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
 from mempalace_cli.common.errors import InvalidInputError, MemPalaceError, NotFoundError
+from mempalace_cli.common.lazy import lazy
+from mempalace_cli.memory.kg import FactInput
+from mempalace_cli.search.passages import best_passage, query_terms, term_spans
+from mempalace_cli.service.audit import activity_folder, read_activity
 from mempalace_cli.serving.access import HostOriginGuard, HttpAccess
 from mempalace_cli.web import i18n
 from mempalace_cli.web.guard import (
@@ -39,6 +43,14 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
     from mempalace_cli.service import Palace
+
+anyio_to_thread = lazy("anyio.to_thread")
+jinja2 = lazy("jinja2")
+np = lazy("numpy")
+starlette_applications = lazy("starlette.applications")
+starlette_responses = lazy("starlette.responses")
+starlette_routing = lazy("starlette.routing")
+starlette_staticfiles = lazy("starlette.staticfiles")
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -64,8 +76,6 @@ class Desk:
         self.warm = threading.Event()  # set once the model is loaded (or could not be)
         self.served = threading.Event()  # set once a first page was answered
         self.started = time.monotonic()
-        import jinja2
-
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(TEMPLATES)),
             autoescape=jinja2.select_autoescape(["html"]),
@@ -86,8 +96,7 @@ class Desk:
             self.served.wait(timeout=WARM_AFTER)
             try:
                 with self.lock:
-                    import numpy  # noqa: F401  (once, before any other thread imports it)
-
+                    np.ndarray  # noqa: B018  (numpy imported here, before another thread does)
                     model = self.palace.binding().model if self.palace.exists() else None
                     if model is not None:
                         self.palace.stay_warm()
@@ -146,8 +155,6 @@ class Page:
         return base + ("?" + urlencode(query) if query else "")
 
     def render(self, template: str, status: int = 200, **context: Any) -> Response:
-        from starlette.responses import HTMLResponse
-
         tmpl = self.desk.templates.get_template(template)
         html = tmpl.render(
             t=self.t,
@@ -162,7 +169,7 @@ class Page:
             fmt_int=lambda n: f"{int(n or 0):,}",
             **context,
         )
-        response = HTMLResponse(html, status_code=status)
+        response = starlette_responses.HTMLResponse(html, status_code=status)
         self.finish(response)
         return response
 
@@ -176,9 +183,7 @@ class Page:
         response.headers["cache-control"] = "no-store"
 
     def redirect(self, location: str) -> Response:
-        from starlette.responses import RedirectResponse
-
-        response = RedirectResponse(location, status_code=303)
+        response = starlette_responses.RedirectResponse(location, status_code=303)
         self.finish(response)
         return response
 
@@ -223,8 +228,6 @@ def fmt_bytes(n: int | float) -> str:
 def passage_segments(text: str, query: str, start: int = 1) -> dict[str, Any]:
     """A hit's best passage (search/passages.py) as lines of (text, is_match) segments, each
     numbered as in its file (the drawer's first line is `start`), for the template to mark."""
-    from mempalace_cli.search.passages import best_passage, query_terms, term_spans
-
     terms = query_terms(query) if query else set()
     passage = best_passage(text, query)
     lines, first = passage.lines, passage.first
@@ -249,11 +252,20 @@ def _first_line(hit: dict[str, Any]) -> int:
 
 
 # -- the views ----------------------------------------------------------------------------------
+def map_data(desk: Desk) -> dict[str, Any]:
+    """The map: the catalogue's counts and the explicit tunnels, each read once (never a read
+    per room), from the service."""
+    desk.overview.require()  # no palace: say so (and create nothing) before reading tunnels
+    made = desk.palace.tunnels.list_tunnels()["tunnels"]
+    return desk.overview.palace_map(links=made)
+
+
 def view_map(page: Page) -> Response:
     desk = page.desk
-    data = desk.call(desk.overview.palace_map)
+    data = desk.call(map_data, desk)
     graph = json.dumps(
-        {"wings": data["wings"], "rooms": data["rooms"]}, ensure_ascii=False
+        {"wings": data["wings"], "rooms": data["rooms"], "links": data["links"]},
+        ensure_ascii=False,
     ).replace("<", "\\u003c")
     return page.render("map.html", nav="map", data=data, graph=graph)
 
@@ -389,8 +401,6 @@ def view_health(page: Page) -> Response:
 
 
 def view_activity(page: Page) -> Response:
-    from mempalace_cli.service.audit import activity_folder, read_activity
-
     desk = page.desk
     tool, client = page.arg("tool"), page.arg("client")
     errors_only = page.arg("errors") == "1"
@@ -535,8 +545,6 @@ def do_kg(page: Page) -> Response:
             danger=op == "invalidate",
         )
     if op == "add":
-        from mempalace_cli.memory.kg import FactInput
-
         fact = FactInput(
             f["subject"],
             f["predicate"],
@@ -608,8 +616,6 @@ View = Callable[[Page], "Response"]
 
 def _endpoint(desk: Desk, view: View, writes: bool = False) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
-        import anyio
-
         form: dict[str, str] = {}
         if request.method == "POST":
             form = await _read_form(request)
@@ -629,7 +635,7 @@ def _endpoint(desk: Desk, view: View, writes: bool = False) -> Callable[[Request
             finally:
                 desk.served.set()
 
-        return await anyio.to_thread.run_sync(run)
+        return await anyio_to_thread.run_sync(run)
 
     return endpoint
 
@@ -684,12 +690,9 @@ class ServerTiming:
 def build_app(desk: Desk) -> ASGIApp:
     """The whole page: routes, then (outermost first) the Host/Origin rule of
     `serving.access`, the token (when one is required), the timing and security headers."""
-    from starlette.applications import Starlette
-    from starlette.routing import Mount, Route
-    from starlette.staticfiles import StaticFiles
 
     def route(path: str, view: View, methods: tuple[str, ...] = ("GET",), writes: bool = False):
-        return Route(path, _endpoint(desk, view, writes), methods=list(methods))
+        return starlette_routing.Route(path, _endpoint(desk, view, writes), methods=list(methods))
 
     routes = [
         route("/", view_map),
@@ -706,9 +709,11 @@ def build_app(desk: Desk) -> ASGIApp:
         route("/health/duplicates", do_duplicates, ("POST",), writes=True),
         route("/activity", view_activity),
         route("/login", view_login, ("GET", "POST")),
-        Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
+        starlette_routing.Mount(
+            "/static", app=starlette_staticfiles.StaticFiles(directory=str(STATIC)), name="static"
+        ),
     ]
-    app: Any = Starlette(routes=routes)
+    app: Any = starlette_applications.Starlette(routes=routes)
     app = ServerTiming(app)
     if desk.sessions is not None and desk.access.token:
         app = TokenGate(app, desk.sessions, desk.access.token)

@@ -40,8 +40,10 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     # map
     "map.title": ("Map of the palace", "宫殿地图"),
     "map.summary": (
-        "Drawers: {drawers} · wings: {wings} · rooms: {rooms} · tunnels between wings: {tunnels}",
-        "抽屉：{drawers} · 翼：{wings} · 房间：{rooms} · 连接各翼的隧道：{tunnels}",
+        "Drawers: {drawers} · wings: {wings} · rooms: {rooms} · tunnels between wings: {tunnels}"
+        " · explicit tunnels: {links}",
+        "抽屉：{drawers} · 翼：{wings} · 房间：{rooms} · 连接各翼的隧道：{tunnels}"
+        " · 显式隧道：{links}",
     ),
     "map.empty": (
         "This palace has no drawers yet. File some with: mempalace mine <folder>",
@@ -54,10 +56,15 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "map.key_wing": ("wing", "翼"),
     "map.key_room": ("room", "房间"),
     "map.key_tunnel": ("tunnel (a room in several wings)", "隧道（出现在多个翼中的房间）"),
+    "map.key_link": (
+        "explicit tunnel (made with mempalace tunnels create)",
+        "显式隧道（用 mempalace tunnels create 建立）",
+    ),
     "map.key_isolated": ("isolated", "孤立"),
     "map.how": (
-        "Drag to pan, scroll to zoom, click a room to list its drawers.",
-        "拖动平移，滚轮缩放，点击房间查看其中的抽屉。",
+        "Drag to pan, scroll to zoom, click a room to list its drawers, click a dashed line to "
+        "follow an explicit tunnel.",
+        "拖动平移，滚轮缩放，点击房间查看其中的抽屉，点击虚线沿显式隧道前往另一端。",
     ),
     "map.hidden": (
         "{n} smaller rooms are not drawn (the {shown} biggest are); find them with Search.",
@@ -72,6 +79,27 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "map.no_tunnels": (
         "No tunnels: no room name is filed in two wings.",
         "没有隧道：没有哪个房间名同时出现在两个翼中。",
+    ),
+    "map.links": ("Explicit tunnels", "显式隧道"),
+    "map.links_what": (
+        "Links between two rooms (or two drawers in them) that a person or an agent made on "
+        "purpose, with an optional note.",
+        "由人或智能体特意建立的两个房间（或其中两个抽屉）之间的链接，可以附一句说明。",
+    ),
+    "map.no_links": (
+        "No explicit tunnels yet. Link two rooms with: mempalace tunnels create WING/ROOM "
+        'WING/ROOM --label "why they belong together"',
+        "还没有显式隧道。用这个命令连接两个房间：mempalace tunnels create 翼/房间 翼/房间 "
+        '--label "两者的关系"',
+    ),
+    "map.links_dangling": (
+        "Explicit tunnels leading to a room that holds no drawers any more: {n}. Remove them "
+        "with: mempalace tunnels prune --yes",
+        "通向已经没有抽屉的房间的显式隧道：{n} 条。可以用 mempalace tunnels prune --yes 删除它们。",
+    ),
+    "map.link_drawer_gone": (
+        "A drawer this tunnel names was forgotten; it still links the two rooms.",
+        "这条隧道指向的某个抽屉已被删除；它仍然连接这两个房间。",
     ),
     "map.isolated": ("Isolated", "孤立"),
     "map.isolated_what": (
@@ -89,6 +117,11 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "map.js_tunnel": ("Tunnel: this room is filed in {wings}.", "隧道：这个房间出现在 {wings}。"),
     "map.js_follow": ("Follow the tunnel to {wing}", "沿隧道前往 {wing}"),
     "map.js_rooms_of": ("Rooms of {wing}", "{wing} 的房间"),
+    "map.js_link": ("Explicit tunnel", "显式隧道"),
+    "map.js_link_go": ("Go to {place}", "前往 {place}"),
+    "map.js_link_drawer": ("open the drawer it names", "打开它指向的抽屉"),
+    "map.js_links_here": ("Explicit tunnels from this room:", "从这个房间出发的显式隧道："),
+    "map.js_no_label": ("(no note)", "（没有说明）"),
     "room.count": ("{n} drawers, newest first.", "{n} 个抽屉，最新的在前。"),
     "room.all": ("All {n} drawers →", "全部 {n} 个抽屉 →"),
     "room.any_wing": ("every wing", "所有翼"),

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from mempalace_cli.serving.access import bind_socket, plan_http_access
+from mempalace_cli.serving.http import serve_on_socket, server_config
+from mempalace_cli.web.app import Desk, build_app
 
 if TYPE_CHECKING:
     from mempalace_cli.service import Palace
@@ -34,9 +36,6 @@ def serve_ui(
     """Serve the palace's pages until Ctrl-C or SIGTERM (exit 0 within the stop deadline).
     Raises InvalidInputError, with nothing started, for a host it can't serve (or can't serve
     without a token) or a port it can't have."""
-    from mempalace_cli.serving.http import serve_on_socket, server_config
-    from mempalace_cli.web.app import Desk, build_app
-
     access = plan_http_access(host, port, token, token_env=TOKEN_ENV)
     sock = bind_socket(access)
     access = access.bound_to(sock.getsockname()[1])
