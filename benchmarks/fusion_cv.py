@@ -128,7 +128,7 @@ def places(q: dict[str, Any]) -> dict[str, tuple[str, int]]:
                 if m:
                     out[d] = (f"session_{m.group(1)}", int(m.group(2)))
         elif q["bench"] == "locomo_pipeline":
-            out = {d: (s, c) for d, (s, c) in LAYOUT.get(q["fold_key"], {}).items()}
+            out = {d: (x[0], x[1]) for d, x in LAYOUT.get(q["fold_key"], {}).items()}
         _PLACES[key] = out
     return _PLACES[key]
 

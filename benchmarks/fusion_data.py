@@ -66,8 +66,9 @@ PASSAGE_CHARS = 800
 # Passage sizes compared (the product's splitter, storage/passage_vectors.py; it ships with
 # PASSAGE_CHARS there): each document's best passage at each size, however long the document.
 PASSAGE_SIZES = (300, 400, 600)
-# The pipeline's drawers per conversation: id -> [session, chunk index] (written beside the
-# pipeline's file, locomo_pipeline_layout_<model>.json).
+# The pipeline's drawers per conversation: id -> [session, chunk index, characters] (written
+# beside the pipeline's file, locomo_pipeline_layout_<model>.json); "dialogs/<conversation>":
+# each turn's characters.
 LAYOUT: dict[str, dict[str, list[Any]]] = {}
 
 
@@ -262,6 +263,7 @@ def run_locomo(
             "\n".join(ts[max(0, i - 1) : i + 2]) for _, ts in turns.items() for i in range(len(ts))
         ]
         emb.embed([t for _, t in s_docs] + [t for _, t in d_docs] + windows)
+        LAYOUT[f"dialogs/{wing}"] = {d: [d.split(":")[0], None, len(t)] for d, t in d_docs}
         for qi, qa in enumerate(sample["qa"]):
             evidence = [str(e) for e in qa.get("evidence") or []]
             base = {
@@ -343,7 +345,7 @@ def mined(
     source = {r.id: Path(r.source_file).stem for r in rows}
     # each drawer's place in its file (source, chunk index): its neighbours are the chunks
     # beside it
-    LAYOUT[wing] = {r.id: [Path(r.source_file).stem, r.chunk_index] for r in rows}
+    LAYOUT[wing] = {r.id: [Path(r.source_file).stem, r.chunk_index, len(r.text)] for r in rows}
     out = []
     for qi, qa in enumerate(sample["qa"]):
         _, vec, lex = palace.searching.search_candidates(

@@ -56,7 +56,7 @@ def passages_off(enable: bool) -> None:
     closest, pool, units = getattr(vector_index, saved)
     if enable:
         vector_index.closest_passages = lambda *a, **k: None  # type: ignore[assignment]
-        vector_index._distinct_pool = lambda scores, rowids, best, n, np: best  # type: ignore[assignment]
+        vector_index._distinct_pool = lambda scores, rowids, best, n: best  # type: ignore[assignment]
         searching.unit_passages = lambda *a, **k: None  # type: ignore[assignment]
     else:
         vector_index.closest_passages = closest  # type: ignore[assignment]

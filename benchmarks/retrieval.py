@@ -128,14 +128,22 @@ class TempPalaces:
 
 
 def file_documents(
-    palace: Palace, docs: list[tuple[str, str]], wing: str, room: str
+    palace: Palace,
+    docs: list[tuple[str, str]],
+    wing: str,
+    room: str,
+    chunks: list[tuple[str, int]] | None = None,
 ) -> dict[str, list[str]]:
     """File (doc_id, text) pairs as drawers; returns drawer id -> the doc ids it stands for
-    (documents with identical text share a drawer, and a hit on it counts for each)."""
+    (documents with identical text share a drawer, and a hit on it counts for each). With
+    `chunks`, each document is filed as a chunk of a longer source, (source file, chunk
+    index), as a mined conversation stores its turns; else it is its own source."""
+    places = chunks or [(doc_id, None) for doc_id, _ in docs]
     res = palace.add_drawers(
         [
-            {"wing": wing, "room": room, "content": text, "source_file": doc_id}
-            for doc_id, text in docs
+            {"wing": wing, "room": room, "content": text, "source_file": src}
+            | ({"chunk_index": n} if n is not None else {})
+            for (_, text), (src, n) in zip(docs, places, strict=True)
         ],
         added_by="benchmark",
     )
@@ -303,7 +311,10 @@ def run_locomo(
         wing = normalize_name(sample["sample_id"])
         t0 = time.perf_counter()
         back_s = file_documents(palace, s_docs, wing, "sessions")
-        back_d = {} if dump_only else file_documents(palace, d_docs, wing, "dialogs")
+        # the dialog level's turns filed as chunks of their session (source file = the
+        # session, chunk index = the turn's place), as `mine --mode convos` files a chat
+        places = [(f"session_{n}", i) for n, turns in sessions for i in range(len(turns))]
+        back_d = {} if dump_only else file_documents(palace, d_docs, wing, "dialogs", places)
         t_build += time.perf_counter() - t0
         t0 = time.perf_counter()
         for qi, qa in enumerate(sample["qa"]):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,11 @@ NOTES = REPO / "examples" / "notes"
 # here, before the isolation below clears every MEMPALACE_* variable from the environment.
 TEST_CHROMA_URL_ENV = "MEMPALACE_TEST_CHROMA_URL"
 _TEST_CHROMA_URL = os.environ.get(TEST_CHROMA_URL_ENV, "")
+
+# A shell starts a background job (`.ci/run &`) with Ctrl-C ignored, and every process it starts
+# inherits that: the tests that press Ctrl-C in a real `mempalace mine` need it delivered.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _clear_mempalace_env(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,11 +22,15 @@ from mempalace_cli.cli.secret_lines import say_redacted
 from mempalace_cli.cli.tables import make_table
 from mempalace_cli.cli.words import cli_words
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError, from_os_error
+from mempalace_cli.common.lazy import lazy
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from mempalace_cli.service.coordination import Coordination
+    from mempalace_cli.service.coordination import Coordination, EventFilter
+
+# Loaded when a command runs, not for `mempalace log --help`.
+service_log = lazy("mempalace_cli.service.coordination")
 
 EXIT_TIMED_OUT = 124  # `log wait` with nothing matching in time, as timeout(1) exits
 MAX_WAIT_SECONDS = 60.0  # service.coordination.MAX_WAIT_MS (not imported: keep --help light)
@@ -194,18 +198,21 @@ def _filters(
     writer: str | None,
     correlation_id: str | None,
     status: str | None,
-) -> dict[str, Any]:
-    return {
-        "stream": stream,
-        "room": room,
-        "topic": topic,
-        "type": type_,
-        "to_agent": to_agent,
-        "from_agent": from_agent,
-        "writer": writer,
-        "correlation_id": correlation_id,
-        "status": status,
-    }
+    since_time: str | None,
+) -> EventFilter:
+    """The events `log list` and `log wait` are asked for, from their options."""
+    return service_log.EventFilter(
+        stream=stream,
+        room=room,
+        topic=topic,
+        type=type_,
+        to_agent=to_agent,
+        from_agent=from_agent,
+        writer=writer,
+        correlation_id=correlation_id,
+        status=status,
+        since_created_at=since_time,
+    )
 
 
 @log_app.command("list")
@@ -235,13 +242,13 @@ def log_list(
     Example: mempalace log list --to win-codex --type task.request
     """
     env = get_env(ctx)
+    flt = _filters(
+        stream, room, topic, type_, to_agent, from_agent, writer, correlation_id, status, since_time
+    )
     result = _coordination(env).event_list(
-        **_filters(
-            stream, room, topic, type_, to_agent, from_agent, writer, correlation_id, status
-        ),
+        flt,
         since_event_id=since,
         before_event_id=before,
-        since_created_at=since_time,
         limit=limit,
         order=order,
         preview=preview,
@@ -296,12 +303,12 @@ def log_wait(
     Example: mempalace log wait --to win-codex --type task.request --timeout 60
     """
     env = get_env(ctx)
+    flt = _filters(
+        stream, room, topic, type_, to_agent, from_agent, writer, correlation_id, status, since_time
+    )
     result = _coordination(env).event_wait(
-        **_filters(
-            stream, room, topic, type_, to_agent, from_agent, writer, correlation_id, status
-        ),
+        flt,
         since_event_id=since,
-        since_created_at=since_time,
         timeout_ms=round(timeout * 1000),
         limit=limit,
     )

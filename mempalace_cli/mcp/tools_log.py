@@ -8,6 +8,7 @@ an append never waits behind a mine. The write tools are refused by `serve-mcp -
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.mcp.spec import Arg, ToolSpec, schema_of, string_arg
@@ -22,6 +23,7 @@ from mempalace_cli.service.coordination import (
     MAX_WAIT_MS,
     PREVIEW_CHARS,
     STATUSES,
+    EventFilter,
 )
 
 if TYPE_CHECKING:
@@ -103,25 +105,19 @@ def _append(p: Palace, a: dict[str, Any]) -> results.AppendResult:
     )
 
 
-FILTER_NAMES = (
-    "stream",
-    "room",
-    "topic",
-    "type",
-    "to_agent",
-    "from_agent",
-    "writer",
-    "correlation_id",
-    "status",
-)
+FILTER_FIELDS = frozenset(f.name for f in fields(EventFilter))
+
+
+def _event_filter(a: dict[str, Any]) -> EventFilter:
+    """The filter arguments of event_list and event_wait (named as EventFilter's fields)."""
+    return EventFilter(**{k: v for k, v in a.items() if k in FILTER_FIELDS})
 
 
 def _list(p: Palace, a: dict[str, Any]) -> results.EventListResult:
     return p.coordination.event_list(
-        **{k: a[k] for k in FILTER_NAMES},
+        _event_filter(a),
         since_event_id=a["since_event_id"],
         before_event_id=a["before_event_id"],
-        since_created_at=a["since_created_at"],
         limit=a["limit"],
         order=a["order"],
         preview=bool(a["preview"]),
@@ -130,9 +126,8 @@ def _list(p: Palace, a: dict[str, Any]) -> results.EventListResult:
 
 def _wait(p: Palace, a: dict[str, Any]) -> results.EventWaitResult:
     return p.coordination.event_wait(
-        **{k: a[k] for k in FILTER_NAMES},
+        _event_filter(a),
         since_event_id=a["since_event_id"],
-        since_created_at=a["since_created_at"],
         timeout_ms=a["timeout_ms"],
         limit=a["limit"],
     )

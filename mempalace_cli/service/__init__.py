@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from mempalace_cli.service.organisation import Organisation
     from mempalace_cli.service.overview import Overview
     from mempalace_cli.service.reembed import Reembedding
+    from mempalace_cli.service.results import ReconnectResult
     from mempalace_cli.service.searching import Search
     from mempalace_cli.service.sessions import Sessions
     from mempalace_cli.service.tunnels import Tunnels
@@ -117,7 +118,7 @@ class Palace(Part):
             self.knowledge.close()
         self.core.close()
 
-    def reopen(self) -> dict[str, Any]:
+    def reopen(self) -> ReconnectResult:
         """Drop every cached handle (drawer store, catalogue, knowledge graph, tunnels) and
         read the palace afresh, after another program changed or replaced its files: the
         knowledge graph and the parts built on it are made again on next use. Returns what

@@ -58,6 +58,7 @@ from mempalace_cli.service.mine_common import (
     walked,
 )
 from mempalace_cli.service.names import name_to_file
+from mempalace_cli.service.results import MineRun
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 from mempalace_cli.storage.drawer_ids import drawer_id as convo_drawer_id
@@ -102,7 +103,7 @@ class ConvoMining(Part):
         limit: int | None = None,
         progress: ProgressFn | None = None,
         keep_secrets: bool = False,
-    ) -> dict[str, Any]:
+    ) -> MineRun:
         """Mine the chat exports under `directory` (any mix of the six formats) into `wing`
         (default: the folder's name). Returns the same report as project mining. Secrets in
         the exchanges are redacted and credential files skipped, unless `keep_secrets`."""

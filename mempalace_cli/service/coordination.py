@@ -32,8 +32,9 @@ import json
 import socket
 import threading
 import time
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_type_hints
 
 from mempalace_cli.common.errors import (
     InvalidInputError,
@@ -48,10 +49,10 @@ from mempalace_cli.storage.coordination_log import (
     BROADCAST,
     ChromaLog,
     CoordinationLog,
-    EventFilter,
     SqliteLog,
     now_stamp,
 )
+from mempalace_cli.storage.coordination_log import EventFilter as LogFilter
 from mempalace_cli.storage.locking import PalaceLock
 
 # -- limits (the MCP tool table and the CLI show the same ones) --------------------------------
@@ -238,7 +239,7 @@ def writer_name() -> str:
     return _WRITER[0]
 
 
-def public_event(event: dict[str, Any], preview: bool = False) -> dict[str, Any]:
+def public_event(event: dict[str, Any], preview: bool = False) -> results.Event:
     """An event as results show it; with `preview`, a long body cut (body_truncated and
     body_length say so)."""
     out = {k: v for k, v in event.items() if k != "created_us"}
@@ -257,6 +258,30 @@ def _within_budget(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
         if total > RESULT_BODY_CHARS and i > 0:
             return events[:i], True
     return events, False
+
+
+# The log filter's fields that hold a name (stream, room, ..., status, ack_of).
+_NAME_FIELDS = tuple(k for k, kind in get_type_hints(LogFilter).items() if kind == str | None)
+
+
+@dataclass(frozen=True)
+class EventFilter(LogFilter):
+    """Which events `event_list` and `event_wait` answer with, as a caller asks: the log's
+    filter (every field given must match; `to_agent` matches broadcasts, to_agent '*', too),
+    with its time as text: `since_created_at` keeps the events created at or after it
+    (YYYY-MM-DD, a UTC day, or an ISO datetime). The front ends build it from their arguments
+    and options, which carry these names; the verbs check it (`checked`)."""
+
+    since_created_at: str | None = None
+
+    def checked(self) -> LogFilter:
+        """The filter as the log reads it: each name stripped and checked (InvalidInputError
+        naming a bad one), the time in microseconds since the epoch."""
+        given = {f.name: getattr(self, f.name) for f in fields(LogFilter)}
+        given.update({name: _name(given[name], name) for name in _NAME_FIELDS})
+        if self.since_created_at is not None:
+            given["since_us"] = parse_since(self.since_created_at)
+        return LogFilter(**given)
 
 
 class Coordination(Part):
@@ -327,10 +352,6 @@ class Coordination(Part):
             return None
         return int(self._event(event_id, label)["seq"])
 
-    def _filter(self, **given: Any) -> EventFilter:
-        values = {key: _name(value, key) for key, value in given.items() if key != "since"}
-        return EventFilter(**values, since_us=parse_since(given.get("since")))
-
     # -- events -------------------------------------------------------------------------------
     def event_append(
         self,
@@ -396,36 +417,16 @@ class Coordination(Part):
 
     def event_list(
         self,
-        stream: str | None = None,
-        room: str | None = None,
-        topic: str | None = None,
-        type: str | None = None,
-        to_agent: str | None = None,
-        from_agent: str | None = None,
-        writer: str | None = None,
-        correlation_id: str | None = None,
-        status: str | None = None,
+        filters: EventFilter | None = None,
         since_event_id: str | None = None,
         before_event_id: str | None = None,
-        since_created_at: str | None = None,
         limit: int | None = None,
         order: str | None = None,
         preview: bool = False,
     ) -> results.EventListResult:
-        """Events matching every filter given, at most `limit`: oldest first after a cursor
-        (since_event_id), newest first otherwise (or as `order` says)."""
-        flt = self._filter(
-            stream=stream,
-            room=room,
-            topic=topic,
-            type=type,
-            to_agent=to_agent,
-            from_agent=from_agent,
-            writer=writer,
-            correlation_id=correlation_id,
-            status=status,
-            since=since_created_at,
-        )
+        """Events matching every one of `filters` given, at most `limit`: oldest first after
+        a cursor (since_event_id), newest first otherwise (or as `order` says)."""
+        flt = (filters or EventFilter()).checked()
         limit = _limit(limit)
         if order is not None and order not in ("asc", "desc"):
             raise InvalidInputError(f"order must be asc or desc, not {order!r}.")
@@ -456,7 +457,7 @@ class Coordination(Part):
             result["hint"] = self._empty_hint(flt, since_event_id)
         return result
 
-    def _empty_hint(self, flt: EventFilter, cursor: Any) -> str:
+    def _empty_hint(self, flt: LogFilter, cursor: Any) -> str:
         if self.log.head()[0] == 0:
             return LOG_HINT
         if cursor:
@@ -465,38 +466,18 @@ class Coordination(Part):
 
     def event_wait(
         self,
-        stream: str | None = None,
-        room: str | None = None,
-        topic: str | None = None,
-        type: str | None = None,
-        to_agent: str | None = None,
-        from_agent: str | None = None,
-        writer: str | None = None,
-        correlation_id: str | None = None,
-        status: str | None = None,
+        filters: EventFilter | None = None,
         since_event_id: str | None = None,
-        since_created_at: str | None = None,
         timeout_ms: int | None = None,
         limit: int | None = None,
     ) -> results.EventWaitResult:
-        """Return as soon as events matching every filter exist after the cursor, oldest
-        first, or after `timeout_ms` with timed_out true (not an error). The cursor is
-        since_event_id; without it, events created since since_created_at, or else events
-        appended after this call began. The result's cursor is where the next wait should
-        start, so that nothing appended in between is missed."""
+        """Return as soon as events matching every one of `filters` exist after the cursor,
+        oldest first, or after `timeout_ms` with timed_out true (not an error). The cursor is
+        since_event_id; without it, events created since `filters.since_created_at`, or else
+        events appended after this call began. The result's cursor is where the next wait
+        should start, so that nothing appended in between is missed."""
         started = time.monotonic()
-        flt = self._filter(
-            stream=stream,
-            room=room,
-            topic=topic,
-            type=type,
-            to_agent=to_agent,
-            from_agent=from_agent,
-            writer=writer,
-            correlation_id=correlation_id,
-            status=status,
-            since=since_created_at,
-        )
+        flt = (filters or EventFilter()).checked()
         limit = _limit(limit)
         deadline = started + _timeout_ms(timeout_ms) / 1000
         log = self._readable()
@@ -557,7 +538,7 @@ class Coordination(Part):
         cleaned, _ = _redact({"status": status, "body": _body(body)})
         with self.lock.hold():
             earlier, _ = self.log.events(
-                EventFilter(ack_of=target["id"], from_agent=agent, type=ACK_TYPE), limit=None
+                LogFilter(ack_of=target["id"], from_agent=agent, type=ACK_TYPE), limit=None
             )
             for ack in earlier:
                 if (ack["status"], ack["body"]) == (cleaned["status"], cleaned["body"]):
@@ -646,7 +627,7 @@ class Coordination(Part):
     def _task_request(self, task_id: Any) -> dict[str, Any]:
         wanted = _name(task_id, "task_id", required=True)
         found, _ = self._readable().events(
-            EventFilter(type=TASK_TYPE, correlation_id=wanted), limit=1
+            LogFilter(type=TASK_TYPE, correlation_id=wanted), limit=1
         )
         if not found:
             raise NotFoundError(
@@ -663,12 +644,12 @@ class Coordination(Part):
         from_agent: str | None = None,
         status: str | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> results.TaskListResult:
         """Tasks, newest first, each with its current status (the last one any event of the
         task set) and who set it."""
         limit = _limit(limit)
         name = _name(project, "project")
-        flt = EventFilter(
+        flt = LogFilter(
             type=TASK_TYPE,
             stream=PROJECT_STREAM + name if name else None,
             to_agent=_name(to_agent, "to_agent"),
@@ -686,15 +667,15 @@ class Coordination(Part):
 
     def _with_status(
         self, log: CoordinationLog, requests: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
+    ) -> list[results.Task]:
         ids = tuple(r["correlation_id"] for r in requests if r["correlation_id"])
-        updates, _ = log.events(EventFilter(correlation_ids=ids, with_status=True), limit=None)
+        updates, _ = log.events(LogFilter(correlation_ids=ids, with_status=True), limit=None)
         last: dict[str, dict[str, Any]] = {}
         for event in updates:  # in append order: the last one wins
             last[event["correlation_id"]] = event
         return [self._task_view(r, last.get(r["correlation_id"], r)) for r in requests]
 
-    def _task_view(self, request: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
+    def _task_view(self, request: dict[str, Any], latest: dict[str, Any]) -> results.Task:
         meta = request.get("metadata") or {}
         stream = request["stream"]
         return {
@@ -713,19 +694,17 @@ class Coordination(Part):
             "event_id": request["id"],
         }
 
-    def task_show(self, task_id: str) -> dict[str, Any]:
+    def task_show(self, task_id: str) -> results.TaskShowResult:
         """One task with every event of it (its correlation id), oldest first."""
         request = self._task_request(task_id)
         log = self._readable()
-        thread, _ = log.events(
-            EventFilter(correlation_id=request["correlation_id"]), limit=MAX_LIMIT
-        )
+        thread, _ = log.events(LogFilter(correlation_id=request["correlation_id"]), limit=MAX_LIMIT)
         task = self._with_status(log, [request])[0]
         return {"task": task, "events": [public_event(e, preview=True) for e in thread]}
 
     def task_update(
         self, task_id: str, status: str, from_agent: str, body: str | None = None
-    ) -> dict[str, Any]:
+    ) -> results.TaskUpdateResult:
         """Set a task's status: a `task.status` event of the task, to the other party."""
         request = self._task_request(task_id)
         wanted = _name(status, "status", required=True)
@@ -894,7 +873,7 @@ class Coordination(Part):
         }
 
 
-def _artifact_view(stored: dict[str, Any]) -> dict[str, Any]:
+def _artifact_view(stored: dict[str, Any]) -> results.Artifact:
     return {
         k: stored[k]
         for k in ("id", "kind", "sha256", "size_bytes", "created_by", "created_at", "metadata")

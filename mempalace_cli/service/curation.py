@@ -17,7 +17,12 @@ from mempalace_cli.search.dates import resolve_range
 from mempalace_cli.service.core import PalaceCore, Part, now_iso
 from mempalace_cli.service.drawers import Drawers, check_content, drawer_view
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
-from mempalace_cli.service.results import GetDrawersResult, ListDrawersResult, UpdateDrawerResult
+from mempalace_cli.service.results import (
+    ForgetResult,
+    GetDrawersResult,
+    ListDrawersResult,
+    UpdateDrawerResult,
+)
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow
 from mempalace_cli.storage.filters import DrawerFilter, drawer_date
@@ -213,7 +218,7 @@ class DrawerCuration(Part):
         wing: str | None = None,
         room: str | None = None,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
+    ) -> ForgetResult:
         """Remove drawers chosen by id, by source (a file or a folder, as mined),
         or by wing (and room). With `dry_run`, only lists them. A mined file whose drawers are
         all removed leaves the mining manifest too, so mining it again files it again."""

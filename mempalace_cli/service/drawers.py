@@ -14,6 +14,7 @@ from mempalace_cli.search.sameness import says_the_same
 from mempalace_cli.service.core import PalaceCore, Part, now_iso
 from mempalace_cli.service.names import empty_filter_hint, name_to_file, name_to_read
 from mempalace_cli.service.results import (
+    AddDrawersResult,
     AddResult,
     CheckDuplicateResult,
     DeleteDrawerResult,
@@ -21,6 +22,8 @@ from mempalace_cli.service.results import (
     GetTaxonomyResult,
     ListRoomsResult,
     ListWingsResult,
+    PalaceStatus,
+    StatusVerified,
 )
 from mempalace_cli.service.searching import similarity
 from mempalace_cli.service.writer import DrawerWriter
@@ -32,7 +35,7 @@ MAX_DRAWER_CHARS = 100_000
 DUPLICATE_THRESHOLD = 0.9
 
 
-def drawer_view(row: DrawerRow) -> dict[str, Any]:
+def drawer_view(row: DrawerRow) -> Drawer:
     """One whole drawer, as get_drawer returns it."""
     return {
         "drawer_id": row.id,
@@ -54,12 +57,12 @@ class Drawers(Part):
         self.writer = writer
 
     # -- overview ---------------------------------------------------------------------------
-    def status(self, verify: bool = False) -> dict[str, Any]:
+    def status(self, verify: bool = False) -> PalaceStatus:
         """Counts per wing and room, from the catalogue once it is in step with Chroma. With
         `verify`, every drawer in Chroma is first compared with the catalogue by content (the
         full check behind `status --verify`) and any difference repaired from Chroma."""
         self.require()
-        verified: dict[str, Any] | None = None
+        verified: StatusVerified | None = None
         if verify:
             self.refresh()
             checked, repair = self.consistency.verify()
@@ -207,7 +210,7 @@ class Drawers(Part):
         done = {"success": True, "drawer_id": drawer_id, "wing": wing_n, "room": room_n}
         return done | ({"similar": similar} if similar else {}) | secrets
 
-    def add_drawers(self, drawers: list[dict[str, Any]], added_by: str = "mcp") -> dict[str, Any]:
+    def add_drawers(self, drawers: list[dict[str, Any]], added_by: str = "mcp") -> AddDrawersResult:
         """File many drawers at once: one embedding pass, one lock hold, no duplicate check.
 
         Each item is {wing, room, content, source_file?, chunk_index?, metadata?}. Ids are

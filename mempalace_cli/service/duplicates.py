@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mempalace_cli.search.sameness import words
 from mempalace_cli.service.core import PalaceCore, Part
+from mempalace_cli.service.results import Drawer, DuplicateDrawer, DuplicateGroupsResult
 from mempalace_cli.storage.catalog import VECTOR_LOG_TOKEN
 from mempalace_cli.storage.sqlite_db import connect_read_only
 
@@ -57,7 +58,7 @@ class DuplicateGroups(Part):
         self.error: str | None = None
 
     # -- the answer -------------------------------------------------------------------------
-    def groups(self, offset: int = 0, limit: int = 20) -> dict[str, Any]:
+    def groups(self, offset: int = 0, limit: int = 20) -> DuplicateGroupsResult:
         """A page of groups (largest first), each the drawers saying the same words; `ready`
         is False while a large palace is still being read (with `read` and `to_read`)."""
         if not offset >= 0 or not 1 <= limit <= MAX_PAGE:
@@ -217,7 +218,7 @@ def _log_position(conn: sqlite3.Connection) -> tuple[str, int] | None:
     return (token[0], int(last[0])) if token else None
 
 
-def _drawer(d: dict[str, Any]) -> dict[str, Any]:
+def _drawer(d: Drawer) -> DuplicateDrawer:
     text = " ".join(d["text"].split())
     return {
         "drawer_id": d["drawer_id"],

@@ -7,6 +7,7 @@ from typing import Any
 
 from mempalace_cli.service.core import Part
 from mempalace_cli.service.migration import DEFAULT_BATCH, Progress, migrate_palace
+from mempalace_cli.service.results import MigrateResult
 
 
 class Migration(Part):
@@ -19,7 +20,7 @@ class Migration(Part):
         batch: int = DEFAULT_BATCH,
         kg_file: str | Path | None = None,
         progress: Progress | None = None,
-    ) -> dict[str, Any]:
+    ) -> MigrateResult:
         """Copy this palace's folder to the server at `to_url`, or the server palace at
         `from_url` into this palace's folder; resumable, verified, the source only read."""
         kwargs: dict[str, Any] = {"progress": progress} if progress else {}

@@ -36,6 +36,7 @@ from mempalace_cli.memory.layers import read_identity
 from mempalace_cli.service.core import PalaceCore, crashpoint
 from mempalace_cli.service.knowledge import Knowledge
 from mempalace_cli.service.models import Binding
+from mempalace_cli.service.results import DigestSummary, MigrateCheck, MigrateResult
 from mempalace_cli.storage.chroma_server import ServerOptions
 from mempalace_cli.storage.sqlite_db import connect_read_only
 from mempalace_cli.storage.store import DrawerStore
@@ -69,7 +70,7 @@ class Digest:
             h.update(len(data).to_bytes(8, "big") + data)
         self.records[record_id] = h.hexdigest()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> DigestSummary:
         ids = sorted(self.records)
         return {
             "count": len(ids),
@@ -235,7 +236,7 @@ def migrate_palace(
     batch: int = DEFAULT_BATCH,
     kg_file: Path | None = None,
     progress: Progress = _noop,
-) -> dict[str, Any]:
+) -> MigrateResult:
     """Copy the palace between settings.palace_path and a Chroma server, then verify."""
     if (to_url is None) == (from_url is None):
         raise InvalidInputError(
@@ -336,7 +337,7 @@ def _server_end(palace: PalaceCore, opts: ServerOptions) -> _End:
 
 def _copy(
     source: _End, target: _End, batch: int, progress: Progress, into_local: PalaceCore | None
-) -> dict:
+) -> MigrateResult:
     has_drawers = source.has_drawers()
     facts = source.read_facts()
     if not has_drawers and not facts:
@@ -401,7 +402,7 @@ def _copy(
 
 def _verify(
     source: _End, target: _End, facts: list[FactRecord], batch: int, has_drawers: bool
-) -> dict[str, Any]:
+) -> MigrateCheck:
     if has_drawers:
         drawers = _compare_drawers(source.store, target.store, batch)
     else:

@@ -14,6 +14,7 @@ from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 from mempalace_cli.miners.files import Candidate, Skipped
 from mempalace_cli.miners.paths import on_disk, source_key, storable
 from mempalace_cli.miners.secrets import secrets_report
+from mempalace_cli.service.results import MineRun
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 
 # Progress callback: (event, data). Events: "scan" {path, files} per file looked at,
@@ -130,8 +131,7 @@ class MineReport:
         ]
         return sorted(entries, key=lambda e: (e["file"], e["action"]))
 
-    def to_dict(self) -> dict[str, Any]:
-
+    def to_dict(self) -> MineRun:
         plan = {"plan": self.plan()} if self.dry_run else {}
         return {
             "directory": self.directory,

@@ -49,6 +49,7 @@ from mempalace_cli.service.mine_common import (
     walked,
 )
 from mempalace_cli.service.names import name_to_file
+from mempalace_cli.service.results import InitResult, MineRun
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 from mempalace_cli.storage.drawer_ids import drawer_id
@@ -93,7 +94,7 @@ class Mining(Part):
 
     def init_project(
         self, directory: str | Path, wing: str | None = None, overwrite: bool = False
-    ) -> dict[str, Any]:
+    ) -> InitResult:
         """Detect rooms from the folder layout, write DIR/mempalace.toml (unless one exists and
         `overwrite` is false), and create the palace if it is missing."""
 
@@ -139,7 +140,7 @@ class Mining(Part):
         progress: ProgressFn | None = None,
         confirm_moves: ConfirmMovesFn | None = None,
         keep_secrets: bool = False,
-    ) -> dict[str, Any]:
+    ) -> MineRun:
         """Mine a folder (or one file of it) into the palace. A run that would move drawers out
         of another wing or mode (the folder was mined with another --wing or --mode before)
         asks `confirm_moves` first and raises MoveDeclined, writing nothing, when it says no;

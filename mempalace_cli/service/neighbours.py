@@ -8,6 +8,7 @@ from typing import Any
 
 from mempalace_cli.common.errors import InvalidInputError, NotFoundError
 from mempalace_cli.service.core import Part
+from mempalace_cli.service.results import Neighbour, NeighboursResult
 from mempalace_cli.storage.catalog import DrawerRow
 
 PREVIEW_CHARS = 120
@@ -28,7 +29,7 @@ def _file_order(row: DrawerRow) -> tuple[Any, ...]:
     )
 
 
-def neighbour_view(row: DrawerRow) -> dict[str, Any]:
+def neighbour_view(row: DrawerRow) -> Neighbour:
     meta = row.metadata or {}
     first = next((line for line in row.text.splitlines() if line.strip()), "")
     return {
@@ -43,7 +44,7 @@ def neighbour_view(row: DrawerRow) -> dict[str, Any]:
 class DrawerNeighbours(Part):
     """A drawer's neighbours, read from the catalogue."""
 
-    def drawer_neighbours(self, drawer_id: str, around: int = 2) -> dict[str, Any]:
+    def drawer_neighbours(self, drawer_id: str, around: int = 2) -> NeighboursResult:
         """Up to `around` drawers before and after `drawer_id` in its source file, nearest
         first, with its position among the file's drawers (1-based) and their total."""
         if not isinstance(drawer_id, str) or not drawer_id.strip():

@@ -26,7 +26,7 @@ import re
 import shlex
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mempalace_cli.common.errors import MemPalaceError
 from mempalace_cli.common.lazy import lazy
@@ -34,6 +34,7 @@ from mempalace_cli.common.naming import GENERAL
 from mempalace_cli.miners.paths import on_disk
 from mempalace_cli.search.sameness import words
 from mempalace_cli.service.core import PalaceCore, Part
+from mempalace_cli.service.results import AuditFinding, AuditResult
 from mempalace_cli.storage.catalog import Catalog, FileRecord
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class Finding:
     count: int
     examples: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AuditFinding:
         return {
             "check": self.check,
             "text": self.text,
@@ -110,7 +111,7 @@ class Organisation(Part):
             self.sync()
         return self.catalog
 
-    def audit(self) -> dict[str, Any]:
+    def audit(self) -> AuditResult:
         """{palace, drawers, wings, rooms, score (0-100, None for an empty palace), checks:
         [{check, score, weight, summary}], findings: [{check, text, fix, count, examples}],
         worst first}."""

@@ -22,6 +22,17 @@ from mempalace_cli.service.curation import _page  # pages as list_drawers does
 from mempalace_cli.service.diary import DIARY_ROOM
 from mempalace_cli.service.models import dimension_of
 from mempalace_cli.service.navigation import read_catalog
+from mempalace_cli.service.results import (
+    DiaryPage,
+    DiskUse,
+    EntitiesResult,
+    EntityHistory,
+    MissingSources,
+    PalaceMap,
+    PalaceModel,
+    StaleDrawers,
+    StoreAgreement,
+)
 from mempalace_cli.storage.catalog import CATALOG_FILE
 
 if TYPE_CHECKING:
@@ -50,7 +61,7 @@ class Overview(Part):
     # -- the map ----------------------------------------------------------------------------
     def palace_map(
         self, max_rooms: int = MAX_MAP_ROOMS, links: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
+    ) -> PalaceMap:
         """Wings and rooms with their drawer counts, tunnels (a room name filed in two or more
         wings joins them) and what stands alone: an isolated wing shares no room with another
         wing; an isolated room is the only room of its wing and no tunnel (nothing leads to
@@ -164,7 +175,7 @@ class Overview(Part):
         facts = [f for f in self._all_facts() if f.get("source_drawer_id") == drawer_id]
         return sorted(facts, key=lambda f: not f.get("current"))
 
-    def entities(self, contains: str | None = None, limit: int = 200) -> dict[str, Any]:
+    def entities(self, contains: str | None = None, limit: int = 200) -> EntitiesResult:
         """Entity names of the knowledge graph (those containing `contains`, case-folded)."""
         try:
             known = int(self.knowledge.kg_stats().get("entities") or 0)
@@ -178,7 +189,7 @@ class Overview(Part):
             names = [n for n in names if key in n.casefold()]
         return {"entities": sorted(names, key=str.casefold)[:limit], "total": len(names)}
 
-    def entity_history(self, entity: str, as_of: str | None = None) -> dict[str, Any]:
+    def entity_history(self, entity: str, as_of: str | None = None) -> EntityHistory:
         """An entity's facts in time order, current and ended, each saying what it replaced
         or what replaced it (a supersede ends one object on the day the next one starts),
         and, with `as_of`, whether it held on that date."""
@@ -224,7 +235,7 @@ class Overview(Part):
         found = [{"wing": w, "entries": n} for w, r, n in counts if r == DIARY_ROOM]
         return sorted(found, key=lambda d: (-d["entries"], d["wing"]))
 
-    def diary_entries(self, wing: str, offset: int = 0, limit: int = 20) -> dict[str, Any]:
+    def diary_entries(self, wing: str, offset: int = 0, limit: int = 20) -> DiaryPage:
         """A diary's entries, newest first, a page at a time, whole."""
         limit, offset = _page(limit, offset)
         listing = self.curation.list_drawers(wing=wing, room=DIARY_ROOM, limit=limit, offset=offset)
@@ -251,7 +262,7 @@ class Overview(Part):
         }
 
     # -- health -----------------------------------------------------------------------------
-    def stale_drawers(self, offset: int = 0, limit: int = 20) -> dict[str, Any]:
+    def stale_drawers(self, offset: int = 0, limit: int = 20) -> StaleDrawers:
         """Drawers that are the source of facts since ended (invalidated or superseded): what
         they say may be out of date. Each with the ended facts and what replaced them."""
         limit, offset = _page(limit, offset)
@@ -291,7 +302,7 @@ class Overview(Part):
             "limit": limit,
         }
 
-    def missing_sources(self, offset: int = 0, limit: int = 20) -> dict[str, Any]:
+    def missing_sources(self, offset: int = 0, limit: int = 20) -> MissingSources:
         """Source files (absolute paths, as mining records them) that no longer exist on this
         machine, with how many drawers came from each."""
         limit, offset = _page(limit, offset)
@@ -314,7 +325,7 @@ class Overview(Part):
             "limit": limit,
         }
 
-    def store_agreement(self) -> dict[str, Any]:
+    def store_agreement(self) -> StoreAgreement:
         """Whether the catalogue (keyword index, counts, vectors) is known to mirror the drawer
         store, from its marks alone (a full comparison is `mempalace status --verify`)."""
         core = self.core
@@ -330,7 +341,7 @@ class Overview(Part):
             "catalogue_drawers": core.catalog.count(),
         }
 
-    def model(self) -> dict[str, Any]:
+    def model(self) -> PalaceModel:
         """The palace's embedding model, its vector size and where that is recorded."""
         b = self.core.current_binding()
         return {
@@ -340,7 +351,7 @@ class Overview(Part):
             "recorded": b.origin,
         }
 
-    def disk_use(self) -> dict[str, Any]:
+    def disk_use(self) -> DiskUse:
         """Bytes on disk by part: the drawer store (Chroma), the catalogue, the vector index,
         the knowledge graph, the MCP activity log, the rest."""
         parts = {

@@ -42,6 +42,7 @@ from mempalace_cli.service.models import (
     is_mempalace_collection,
     target_collection,
 )
+from mempalace_cli.service.results import ModelsResult, ReembedResult
 from mempalace_cli.storage.catalog import VECTORS_META, DrawerRow
 from mempalace_cli.storage.passage_vectors import CJK_WEIGHT, PASSAGES_FROM, embed_passages
 from mempalace_cli.storage.store import collection_metadata
@@ -73,7 +74,7 @@ class Reembedder:
         self.catalog = palace.catalog
 
     # -- the run ----------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> ReembedResult:
         p = self.palace
         p.require()
         p.sync()
@@ -304,7 +305,7 @@ class Reembedder:
 
     def _report(
         self, before: Binding, after: Binding, embedded: int, resumed: int, switched: bool
-    ) -> dict[str, Any]:
+    ) -> ReembedResult:
         return {
             "palace_path": str(self.palace.path),
             "model_before": before.model,
@@ -346,12 +347,12 @@ class Reembedding(Part):
 
     def reembed(
         self, model: str, force: bool = False, progress: Progress | None = None
-    ) -> dict[str, Any]:
+    ) -> ReembedResult:
         """Re-embed every drawer with `model` and switch the palace to it (see module doc).
         Progress events: reembed_start, reembed_batch {done, total, seconds}, reembed_done."""
         return Reembedder(self.core, model, force, progress).run()
 
-    def embedding_models(self) -> dict[str, Any]:
+    def embedding_models(self) -> ModelsResult:
         """The models this tool can embed with, the palace's own (None before its first
         drawer or `init`), and the default for new palaces."""
         binding = self.current_binding() if self.exists() else None

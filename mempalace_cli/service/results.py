@@ -1,10 +1,13 @@
 """What the service's verbs return, as types: one `TypedDict` per result a front end shows.
 
-These are the shapes the MCP tools publish as their output schemas: `mcp.spec.schema_of` turns
-each type into the JSON schema of its tool (checked by tests/test_typed_results.py), and the
-service verbs behind the tools say they return them. A key marked `NotRequired` may be absent;
-`X | None` may be null; the text in `Annotated[X, "..."]` is the field's published description.
-Extra keys are allowed: a front end relies only on the listed ones.
+The first ones are the shapes the MCP tools publish as their output schemas: `mcp.spec.schema_of`
+turns each type into the JSON schema of its tool (checked by tests/test_typed_results.py), and
+the service verbs behind the tools say they return them. The rest are the results of the verbs
+only the CLI and the web page show; the same test checks real results against them.
+
+A key marked `NotRequired` may be absent; `X | None` may be null; the text in
+`Annotated[X, "..."]` is the field's published description. Extra keys are allowed: a front
+end relies only on the listed ones.
 
 Plain data: imports only `typing`.
 """
@@ -545,3 +548,513 @@ class PatchSubmitResult(TypedDict):
     artifact: Artifact
     event: Event
     secrets_redacted: NotRequired[int]
+
+
+# -- the verbs only the CLI and the web page show ----------------------------------------------
+# (no MCP tool publishes these; tests/test_typed_results.py checks real results against them)
+
+
+# The overview and single drawers (service/drawers.py)
+class StatusVerified(TypedDict):
+    drawers_checked: int
+    all_matched: bool
+    repair: dict[str, Any] | None
+
+
+class PalaceStatus(TypedDict):
+    """`Drawers.status`, what `mempalace status` shows (mempalace_status is built from it)."""
+
+    palace_path: str
+    store: str
+    total_drawers: int
+    embedding_model: str  # queries are embedded with it
+    taxonomy: dict[str, dict[str, int]]  # drawers by wing, then room
+    wings: dict[str, int]
+    rooms: dict[str, int]
+    consistency: dict[str, Any]  # what the catalogue mirrors, and its last repair
+    verified: NotRequired[StatusVerified]  # with verify
+
+
+class AddDrawersResult(TypedDict):
+    success: bool
+    drawer_ids: list[str]
+    added: int
+    already_stored: int
+    secrets_redacted: int
+
+
+# Search (service/searching.py): a hit as the service ranks it; the MCP tool shows SearchHit's
+class RankedHit(SearchHit):
+    rank_score: float
+    line_start: int | None
+    line_end: int | None
+
+
+class Ranking(TypedDict):
+    query: str
+    filters: dict[str, Any]
+    mode: Literal["hybrid", "vector", "lexical"]
+    results: list[RankedHit]
+    time: NotRequired[dict[str, Any]]
+    undated_left_out: NotRequired[int]
+    hint: NotRequired[str]
+
+
+# A drawer's neighbours in its file (service/neighbours.py)
+class Neighbour(TypedDict):
+    drawer_id: str
+    chunk_index: int | None
+    line_start: int | None
+    line_end: int | None
+    preview: str
+
+
+class NeighboursResult(TypedDict):
+    drawer_id: str
+    source_file: str
+    position: int
+    total: int
+    before: list[Neighbour]
+    after: list[Neighbour]
+
+
+# Mining (service/mining.py, service/convos.py, service/watching.py)
+class ProjectRoom(TypedDict):
+    name: str
+    keywords: list[str]
+
+
+class InitResult(TypedDict):
+    directory: str
+    project_file: str
+    config_written: bool
+    kept_existing: bool
+    wing: str
+    rooms: list[ProjectRoom]
+    exclude: list[str]
+    palace_path: str
+    palace_created: bool
+    next_step: str
+
+
+class MineRun(MineResult):
+    """A mine's whole report (`mempalace mine --json`); the MCP tool publishes MineResult's
+    fields of it."""
+
+    palace_created: bool
+    displaced: list[dict[str, Any]]
+    mined_files: list[str]
+    removed_files: list[str]
+    limited: bool
+    elapsed_seconds: float
+    hint: NotRequired[str]
+    plan: NotRequired[list[dict[str, Any]]]  # a dry run's, file by file
+
+
+class WatchBatch(TypedDict):
+    """What watch mode did for one batch of changed paths."""
+
+    directory: str
+    wing: str
+    mode: str
+    full_rescan: bool
+    files: dict[str, int]  # mined, moved, removed, unchanged, skipped
+    drawers: dict[str, int]  # added, removed, embeddings_reused
+    mined_files: list[str]
+    moved_files: list[dict[str, str]]  # {"from", "to"}
+    removed_files: list[str]
+    skipped: list[dict[str, str]]
+    secrets: dict[str, Any]
+    elapsed_ms: int
+
+
+# Session transcripts and split files (service/sessions.py)
+class TranscriptDrawers(TypedDict):
+    added: int
+    removed: int
+    total: int
+
+
+class TranscriptResult(TypedDict):
+    """`Sessions.file_transcript`: what a hook run did with a session's transcript."""
+
+    transcript: str
+    session_id: str
+    status: Literal["filed", "unchanged", "skipped"]
+    elapsed_seconds: float
+    reason: NotRequired[str]  # skipped
+    wing: NotRequired[str]
+    format: NotRequired[str]
+    title: NotRequired[str]
+    secrets_redacted: NotRequired[int]
+    drawers: NotRequired[TranscriptDrawers]
+    left_out: NotRequired[list[str]]  # lines of the transcript that could not be read
+
+
+class SplitPart(TypedDict):
+    index: int
+    session_id: str
+    date: str
+    title: str
+    lines: int
+    output: str
+
+
+class SplitFile(TypedDict):
+    file: str
+    layout: str | None
+    sessions: int
+    action: Literal["split", "skip"]
+    reason: NotRequired[str]
+    parts: NotRequired[list[SplitPart]]
+
+
+class SplitResult(TypedDict):
+    path: str
+    output_dir: str | None
+    dry_run: bool
+    min_sessions: int
+    files: list[SplitFile]
+    files_written: int
+
+
+# Tunnels and hallways (service/tunnels.py)
+class PruneTunnelsResult(TypedDict):
+    dry_run: bool
+    total: int
+    dangling: list[Tunnel]
+    matched: int
+    removed: int
+
+
+class TunnelProposal(TypedDict):
+    source_wing: str
+    source_room: str
+    target_wing: str
+    target_room: str
+    label: str
+    entities: list[str]
+    shared: int
+
+
+class ProposeTunnelsResult(TypedDict):
+    dry_run: bool
+    candidates: int
+    proposals: list[TunnelProposal]
+    created: list[Tunnel]
+    hint: NotRequired[str]
+
+
+class RestoreHallwayResult(TypedDict):
+    success: bool
+    hallway_id: str
+    hidden: bool
+
+
+# The coordination log's tasks (service/coordination.py)
+class Task(TypedDict):
+    task_id: str
+    project: str
+    from_agent: str
+    to_agent: str | None
+    goal: str | None
+    done: str | None
+    branch: str | None
+    base_commit: str | None
+    status: str | None
+    status_by: str
+    updated_at: str
+    created_at: str
+    event_id: str
+
+
+class TaskListResult(TypedDict):
+    tasks: list[Task]
+    count: int
+
+
+class TaskShowResult(TypedDict):
+    task: Task
+    events: list[Event]
+
+
+class TaskUpdateResult(TypedDict):
+    success: bool
+    task_id: str
+    status: str
+    event: Event
+    secrets_redacted: int
+
+
+# Identity and the embedding model (service/wakeup.py, service/reembed.py)
+class IdentityResult(TypedDict):
+    text: str | None
+    where: str
+
+
+class SetIdentityResult(TypedDict):
+    stored: bool
+    where: str
+
+
+class ReembedResult(TypedDict):
+    palace_path: str
+    model_before: str
+    model: str
+    collection: str
+    switched: bool
+    embedded: int
+    resumed_from: int
+    drawers: int
+    caught_up: NotRequired[int]  # after a switch
+    passages_added: NotRequired[int]  # long drawers given passage vectors (every run)
+
+
+class ModelEntry(TypedDict):
+    name: str
+    dimension: int
+    languages: str
+    package: str
+    about: str
+
+
+class ModelsResult(TypedDict):
+    palace_path: str
+    palace_model: str | None
+    palace_model_origin: str | None
+    default_model: str
+    models: list[ModelEntry]
+
+
+# Moving a palace to or from a server (service/migration.py)
+class DigestSummary(TypedDict):
+    count: int
+    id_digest: str
+    content_digest: str
+
+
+class DrawersCheck(TypedDict):
+    source: DigestSummary
+    target: DigestSummary
+    max_vector_gap: float
+
+
+class FactsCheck(TypedDict):
+    source: DigestSummary
+    target: DigestSummary
+    counted: dict[str, int]  # source, target
+
+
+class MigrateCheck(TypedDict):
+    drawers: DrawersCheck
+    facts: FactsCheck
+
+
+MigrateResult = TypedDict(  # "from" is a Python keyword: the functional form
+    "MigrateResult",
+    {
+        "from": str,
+        "to": str,
+        "drawers": dict[str, int],  # total, copied, already_there
+        "facts": dict[str, int],  # total, copied
+        "identity": bool,
+        "verified": MigrateCheck,
+    },
+)
+
+
+# How well organised the palace is (service/organisation.py)
+class AuditCheck(TypedDict):
+    check: str
+    score: int
+    weight: int
+    summary: str
+
+
+class AuditFinding(TypedDict):
+    check: str
+    text: str
+    fix: str
+    count: int
+    examples: list[str]
+
+
+class AuditResult(TypedDict):
+    palace: str
+    drawers: int
+    wings: int
+    rooms: int
+    score: int | None  # None for an empty palace
+    checks: list[AuditCheck]
+    findings: list[AuditFinding]
+
+
+# The `mempalace ui` pages (service/overview.py, service/duplicates.py)
+class MapWing(TypedDict):
+    wing: str
+    drawers: int
+    rooms: int
+    isolated: bool
+
+
+class RoomNode(TypedDict):
+    room: str
+    wings: list[str]
+    drawers: int
+    drawers_by_wing: NotRequired[dict[str, int]]  # a tunnel's
+    tunnel: bool
+
+
+class MapRoom(RoomNode):
+    linked: bool
+    private: bool
+    isolated: bool
+
+
+class LinkEnd(TypedDict):
+    wing: str
+    room: str
+    drawer_id: str | None
+
+
+class MapLink(TypedDict):
+    id: str
+    label: str | None
+    source: LinkEnd
+    target: LinkEnd
+    missing_ends: list[str]
+
+
+class PlaceRef(TypedDict):
+    room: str
+    wing: str
+
+
+class PalaceMap(TypedDict):
+    wings: list[MapWing]
+    rooms: list[MapRoom]
+    rooms_total: int
+    rooms_hidden: int
+    tunnels: list[RoomNode]
+    links: list[MapLink]
+    links_dangling: int
+    drawers: int
+    isolated_wings: list[str]
+    isolated_rooms: list[PlaceRef]
+
+
+class EntitiesResult(TypedDict):
+    entities: list[str]
+    total: int
+
+
+class HistoryFact(Fact):
+    holds_as_of: bool | None
+    replaced_by: str | None
+    replaces: str | None
+
+
+class EntityHistory(TypedDict):
+    entity: str
+    as_of: str | None
+    facts: list[HistoryFact]
+    count: int
+    current: int
+    held_as_of: int | None
+    suggestions: list[Any]
+
+
+class DiaryEntry(TypedDict):
+    drawer_id: str
+    filed_at: str | None
+    agent: str | None
+    topic: str | None
+    text: str
+
+
+class DiaryPage(TypedDict):
+    wing: str | None
+    entries: list[DiaryEntry]
+    total: int
+    offset: int
+    limit: int
+    has_more: bool
+
+
+class EndedFact(Fact):
+    now: list[str]  # what holds now in its place
+
+
+class StaleDrawer(TypedDict):
+    drawer_id: str
+    wing: str
+    room: str
+    preview: str
+    ended_facts: list[EndedFact]
+
+
+class StaleDrawers(TypedDict):
+    drawers: list[StaleDrawer]
+    total: int
+    offset: int
+    limit: int
+
+
+class MissingSource(TypedDict):
+    source_file: str
+    drawers: int
+
+
+class MissingSources(TypedDict):
+    sources: list[MissingSource]
+    total: int
+    drawers: NotRequired[int]  # absent when there is no palace
+    checked: int
+    offset: int
+    limit: int
+
+
+class StoreAgreement(TypedDict):
+    store: str
+    in_step: bool | None  # None: only asking the store can tell (a server)
+    write_interrupted: bool
+    mirrors: str | None
+    last_repair: dict[str, Any] | None
+    catalogue_drawers: int
+
+
+class PalaceModel(TypedDict):
+    model: str
+    dimension: int | None
+    collection: str
+    recorded: str
+
+
+class DiskUse(TypedDict):
+    bytes: dict[str, int]
+    total: int
+
+
+class DuplicateDrawer(TypedDict):
+    drawer_id: str
+    wing: str
+    room: str
+    source_file: str
+    filed_at: str | None
+    preview: str
+
+
+class DuplicateGroupsResult(TypedDict):
+    """A page of near-duplicate groups; while a large palace is still being read, only
+    ready (false), read, to_read and error."""
+
+    ready: bool
+    read: NotRequired[int]
+    to_read: NotRequired[int]
+    error: NotRequired[str | None]
+    groups: NotRequired[list[list[DuplicateDrawer]]]
+    total: NotRequired[int]
+    duplicates: NotRequired[int]
+    drawers: NotRequired[int]
+    offset: NotRequired[int]
+    limit: NotRequired[int]

@@ -21,6 +21,7 @@ from mempalace_cli.search import rules as search_rules
 from mempalace_cli.search.dates import Period, find_period, resolve_range
 from mempalace_cli.service.core import Part
 from mempalace_cli.service.names import empty_filter_hint, name_to_read
+from mempalace_cli.service.results import Ranking
 from mempalace_cli.storage.catalog import translated_share
 from mempalace_cli.storage.filters import (
     DrawerFilter,
@@ -84,7 +85,7 @@ class Search(Part):
         max_distance: float | None = None,
         now: str | None = None,
         time_in_query: bool = True,
-    ) -> dict[str, Any]:
+    ) -> Ranking:
         """Rank drawers for `query`. `hybrid` fuses BM25 and vector scores by each side's
         confidence (mempalace_cli/search/fusion.py);
         `similarity` is always the cosine similarity of the query and the drawer, whatever the
@@ -255,7 +256,7 @@ class Search(Part):
         lexical_hits: list[tuple[str, float]],
         all_distances: dict[str, float],
         translation: _InBackground | None,
-    ) -> dict[str, Any]:
+    ) -> Ranking:
         """Fuse both sides' candidates and read the hits (inside the search's snapshot)."""
         query, wing, room, asked, limit, mode = (
             plan.query,
@@ -516,15 +517,8 @@ class Search(Part):
         """A date filter can't place drawers without a date: say how many it left out (and
         how many carry only an older version's file-time date), in `hint`."""
         sql, params = dateless_counts_sql(filt)
-        # The count scans every drawer in scope (0.5 s at 100k): kept per filter until the
-        # palace changes (every write bumps the generation and appends to the change log).
-        key = (sql, tuple(params), self.catalog.generation(), self.catalog.log_position())
-        cache = self.__dict__.setdefault("_dateless_counts", {})
-        if key not in cache:
-            if len(cache) > 64:
-                cache.clear()
-            cache[key] = self.catalog.conn.execute(sql, params).fetchone()
-        undated, older = cache[key]
+        # Two partial indexes hold exactly these drawers: the count reads only them.
+        undated, older = self.catalog.conn.execute(sql, params).fetchone()
         said = dateless_hint(undated, older)
         if undated:
             found["undated_left_out"] = undated
@@ -791,7 +785,7 @@ class Search(Part):
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         sims = unit @ q
         if passages is not None and passages[1].shape[1] == q.shape[0]:
-            sims = best_similarity(sims, passages[0], passages[1] @ q, np)
+            sims = best_similarity(sims, passages[0], passages[1] @ q)
         dist = 1.0 - sims
         distances.update(zip(ids, dist.tolist(), strict=True))
         order = np.argsort(dist, kind="stable")[:depth]

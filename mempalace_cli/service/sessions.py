@@ -55,6 +55,7 @@ from mempalace_cli.miners.secrets import (
 )
 from mempalace_cli.service.core import PalaceCore, Part
 from mempalace_cli.service.names import name_to_file
+from mempalace_cli.service.results import SplitFile, SplitResult, TranscriptResult
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 from mempalace_cli.storage.consistency import now_iso
 
@@ -320,7 +321,7 @@ class Sessions(Part):
         agent: str | None = None,
         cwd: str | None = None,
         lock_timeout: float = SESSION_LOCK_TIMEOUT,
-    ) -> dict[str, Any]:
+    ) -> TranscriptResult:
         """File one session transcript (a Claude Code or Codex session file, or any chat
         export `mine --mode convos` reads) into the palace as a conversation, once. Returns
         {status: filed|unchanged|skipped, transcript, session_id, wing, format, title,
@@ -521,7 +522,7 @@ class Sessions(Part):
         output_dir: str | Path | None = None,
         min_sessions: int = 2,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
+    ) -> SplitResult:
         """Split the files at `path` (a file, or every file of a folder) that hold several
         sessions into one file per session in `output_dir`. Without `output_dir`, or with
         `dry_run`, only says what it would write. Never changes, moves or removes an input,
@@ -539,7 +540,7 @@ class Sessions(Part):
             raise InvalidInputError(f"{out} is a file, not a folder.", hint="Pass a folder.")
         writing = out is not None and not dry_run
         inputs = [root] if root.is_file() else _split_candidates(root, out)
-        files: list[dict[str, Any]] = []
+        files: list[SplitFile] = []
         written = 0
         for file in inputs:
             found = concat.find_sessions(file)

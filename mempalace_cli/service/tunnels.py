@@ -34,6 +34,9 @@ from mempalace_cli.service.results import (
     FollowTunnelsResult,
     ListHallwaysResult,
     ListTunnelsResult,
+    ProposeTunnelsResult,
+    PruneTunnelsResult,
+    RestoreHallwayResult,
 )
 from mempalace_cli.storage.catalog import Catalog
 from mempalace_cli.storage.graph_links import (
@@ -260,7 +263,7 @@ class Tunnels(Part):
             )
         return result
 
-    def prune(self, apply: bool = False) -> dict[str, Any]:
+    def prune(self, apply: bool = False) -> PruneTunnelsResult:
         """Tunnels with an end that no longer exists (its room has no drawers any more, or its
         drawer is gone). A dry run unless `apply`: then they are deleted."""
         catalog, taxonomy = self._places()
@@ -279,7 +282,7 @@ class Tunnels(Part):
             "removed": removed,
         }
 
-    def propose(self, limit: int = DEFAULT_PROPOSALS, apply: bool = False) -> dict[str, Any]:
+    def propose(self, limit: int = DEFAULT_PROPOSALS, apply: bool = False) -> ProposeTunnelsResult:
         """Tunnels worth making: rooms of two different wings that share knowledge-graph
         entities (their hallway), not linked yet, most shared entities first. With `apply`,
         each is created, labelled with what the rooms share."""
@@ -477,7 +480,7 @@ class Tunnels(Part):
             self.links.hide(record)
         return {"success": True, "hallway_id": hid, "hidden": True, "hallway": match}
 
-    def restore_hallway(self, hid: str) -> dict[str, Any]:
+    def restore_hallway(self, hid: str) -> RestoreHallwayResult:
         with self.lock.hold():
             restored = self.links.unhide(hid)
         if not restored:

@@ -43,9 +43,13 @@ from mempalace_cli.service.drawers import DUPLICATE_THRESHOLD, check_content
 from mempalace_cli.service.names import name_to_file, name_to_read
 from mempalace_cli.service.navigation import read_catalog
 from mempalace_cli.service.results import (
+    CheckpointResult,
     HookSettingsResult,
+    KgStatsResult,
     MemoriesFiledAwayResult,
     MeshPeersResult,
+    ReconnectResult,
+    SyncResult,
 )
 from mempalace_cli.storage.catalog import DrawerRow, FileRecord
 from mempalace_cli.storage.consistency import now_iso
@@ -94,7 +98,7 @@ class Upkeep(Part):
         diary: dict[str, Any] | None = None,
         dedup_threshold: float = DUPLICATE_THRESHOLD,
         added_by: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> CheckpointResult:
         """File `items` ({wing, room, content, source_file?}) and the `diary` entry
         ({agent_name, entry or content, topic?, wing?}) in one write; see the module
         docstring. A bad item or diary entry is an InvalidInputError naming it, and nothing
@@ -260,7 +264,7 @@ class Upkeep(Part):
     # -- sync -------------------------------------------------------------------------------
     def sync(
         self, project_dir: str | None = None, wing: str | None = None, apply: bool = False
-    ) -> dict[str, Any]:
+    ) -> SyncResult:
         """The mined files (all, those mined from `project_dir`, those filed in `wing`) whose
         drawers no longer belong in the palace, and why; with `apply`, those drawers are
         removed (and the files leave the mining record, so mining again starts afresh)."""
@@ -367,7 +371,7 @@ class Upkeep(Part):
             "latest": got.latest,
         }
 
-    def health(self, reopened: list[str], facts: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def health(self, reopened: list[str], facts: Callable[[], KgStatsResult]) -> ReconnectResult:
         """What the palace holds, read afresh after `Palace.reopen()` dropped the handles
         named in `reopened`; `facts` is the knowledge graph's stats (its `kg_stats`)."""
         if not self.exists():

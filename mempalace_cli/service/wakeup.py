@@ -15,7 +15,7 @@ from mempalace_cli.memory import aaak, layers
 from mempalace_cli.memory.protocol import PROTOCOL
 from mempalace_cli.service.core import Part
 from mempalace_cli.service.names import name_to_read
-from mempalace_cli.service.results import WakeUpResult
+from mempalace_cli.service.results import IdentityResult, SetIdentityResult, WakeUpResult
 
 
 class WakeUp(Part):
@@ -60,7 +60,7 @@ class WakeUp(Part):
         `set_identity`); None for an embedded palace or when the server has none."""
         return self.core.backend.shared_identity()
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> IdentityResult:
         """The identity text (L0) and where it is read from (None when there is none)."""
         shared = self._server_identity()
         if shared is not None:
@@ -68,7 +68,7 @@ class WakeUp(Part):
         path = self.core.settings.identity_path
         return {"text": layers.read_identity(path), "where": str(path)}
 
-    def set_identity(self, text: str) -> dict[str, Any]:
+    def set_identity(self, text: str) -> SetIdentityResult:
         """Store the identity text (L0): on the server for a server palace (every machine reads
         it), else in $MEMPALACE_HOME/identity.txt."""
         if not isinstance(text, str) or not text.strip():

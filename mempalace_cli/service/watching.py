@@ -42,6 +42,7 @@ from mempalace_cli.service.mine_common import (
     resolve_dir,
 )
 from mempalace_cli.service.mining import Mining
+from mempalace_cli.service.results import WatchBatch
 from mempalace_cli.service.writer import DrawerWriter
 from mempalace_cli.storage.catalog import FileRecord
 
@@ -110,7 +111,7 @@ class BatchReport:
     full_rescan: bool = False
     secrets: dict[str, Any] = field(default_factory=dict)  # as `mine` reports them
 
-    def to_dict(self, started: float) -> dict[str, Any]:
+    def to_dict(self, started: float) -> WatchBatch:
         return {
             "directory": self.directory,
             "wing": self.wing,
@@ -179,7 +180,7 @@ class Watch(Part):
         agent: str | None = None,
         mode: str = "projects",
         keep_secrets: bool = False,
-    ) -> dict[str, Any]:
+    ) -> WatchBatch:
         """Bring the palace in step with `paths` (files or folders under `directory` that
         changed: created, modified, deleted, or either end of a move).
 
@@ -369,7 +370,7 @@ class Watch(Part):
         mode: str,
         started: float,
         keep_secrets: bool = False,
-    ) -> dict[str, Any]:
+    ) -> WatchBatch:
         full = self.mining.mine(root, wing=wing, agent=agent, mode=mode, keep_secrets=keep_secrets)
         report = BatchReport(source_key(root), full["wing"], mode, full_rescan=True)
         report.mined = full["mined_files"]

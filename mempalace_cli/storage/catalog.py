@@ -32,7 +32,7 @@ from mempalace_cli.common.cjk import CJK_RUN, bigrams, index_text, is_question_g
 from mempalace_cli.common.lazy import lazy
 from mempalace_cli.common.wordlists import STOPWORDS
 from mempalace_cli.storage import lexical_topk
-from mempalace_cli.storage.filters import DrawerFilter
+from mempalace_cli.storage.filters import FILE_DATED_SQL, UNDATED_SQL, DrawerFilter
 from mempalace_cli.storage.sqlite_db import PalaceDb, add_column
 from mempalace_cli.storage.term_postings import TermPostings
 
@@ -65,6 +65,8 @@ CREATE TABLE IF NOT EXISTS drawers (
 CREATE INDEX IF NOT EXISTS drawers_wing_room ON drawers (wing, room);
 CREATE INDEX IF NOT EXISTS drawers_room ON drawers (room);
 CREATE INDEX IF NOT EXISTS drawers_source ON drawers (source_file);
+CREATE INDEX IF NOT EXISTS drawers_undated ON drawers (wing, room) WHERE {undated};
+CREATE INDEX IF NOT EXISTS drawers_file_dated ON drawers (wing, room) WHERE {file_dated};
 CREATE TABLE IF NOT EXISTS files (
     source_file TEXT PRIMARY KEY,
     source_root TEXT NOT NULL,
@@ -83,7 +85,7 @@ CREATE TABLE IF NOT EXISTS passages (
     embedding BLOB NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS passages_drawer ON passages (drawer, n);
-"""
+""".replace("{undated}", UNDATED_SQL).replace("{file_dated}", FILE_DATED_SQL)
 # `passages` (schema 4): the vectors of a long drawer's passages (passage_vectors.py), tied to
 # the drawer's rowid, deleted with it or when its text or vector changes (these triggers, made
 # once the drawers table has its vector column: _migrate). A catalogue made before them gets

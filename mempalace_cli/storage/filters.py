@@ -83,28 +83,33 @@ class DrawerFilter:
         return (" AND ".join(clauses) or "1"), params
 
 
+# The drawers a date filter cannot place, as two conditions that the catalogue also keeps a
+# partial index on (catalog.py `drawers_undated`, `drawers_file_dated`): counting them reads
+# only those few drawers, not every drawer in scope. A row whose metadata text holds
+# `"date": "` surely has a date (a JSON key followed by a string; no string value can be
+# followed by a colon) and one holding `"date_source": "` surely has its source, so most rows
+# are ruled out without parsing their JSON.
+UNDATED_SQL = 'instr(metadata, \'"date": "\') = 0 AND ' + DRAWER_DATE_SQL.format(p="") + " IS NULL"
+FILE_DATED_SQL = (
+    'instr(metadata, \'"date_source": "\') = 0 AND '
+    + DRAWER_DATE_SQL.format(p="")
+    + " IS NOT NULL AND json_extract(metadata, '$.date_source') IS NULL "
+    "AND json_extract(metadata, '$.ingest_mode') = 'projects'"
+)
+
+
 def dateless_counts_sql(filt: DrawerFilter) -> tuple[str, list[Any]]:
     """SQL counting, within `filt`'s place and source (its date window aside), the drawers a
     date filter leaves out for having no date, and those dated by an older version (a mined
     note's file time, before `date_source` was recorded: the next mine dates them from their
-    content). Returns one row: (undated, dated_by_file_time_before).
-
-    A row whose metadata text holds `"date": "` surely has a date (a JSON key followed by a
-    string; no string value can be followed by a colon), and one holding `"date_source": "`
-    surely has its source: both are counted without parsing the JSON (a date-filtered search
-    reads every drawer in scope). Any other row is checked exactly."""
+    content). Returns one row: (undated, dated_by_file_time_before). Each count reads its
+    partial index (UNDATED_SQL, FILE_DATED_SQL), so it costs what it finds."""
     scope, params = replace(filt, since=None, before=None).sql()
-    date = DRAWER_DATE_SQL.format(p="")
-    undated = f'CASE WHEN instr(metadata, \'"date": "\') > 0 THEN 0 ELSE {date} IS NULL END'
-    older = (
-        'CASE WHEN instr(metadata, \'"date_source": "\') > 0 THEN 0 ELSE '
-        f"{date} IS NOT NULL AND json_extract(metadata, '$.date_source') IS NULL "
-        "AND json_extract(metadata, '$.ingest_mode') = 'projects' END"
-    )
     sql = (
-        f"SELECT COALESCE(SUM({undated}), 0), COALESCE(SUM({older}), 0) FROM drawers WHERE {scope}"
+        f"SELECT (SELECT count(*) FROM drawers WHERE {scope} AND {UNDATED_SQL}), "
+        f"(SELECT count(*) FROM drawers WHERE {scope} AND {FILE_DATED_SQL})"
     )
-    return sql, params
+    return sql, [*params, *params]
 
 
 def dateless_hint(undated: int, older: int) -> str | None:

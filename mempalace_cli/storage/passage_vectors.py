@@ -122,7 +122,7 @@ def embed_passages(
     return out
 
 
-def best_similarity(similarities: Any, owners: Any, passage_similarities: Any, np: Any) -> Any:
+def best_similarity(similarities: Any, owners: Any, passage_similarities: Any) -> Any:
     """`similarities` (one per drawer) raised to each drawer's closest passage's where higher:
     `owners` holds, per passage, its drawer's position in `similarities`."""
     if len(owners):

@@ -110,7 +110,7 @@ class TermPostings:
                 if at.max() >= len(scores):
                     scores = np.concatenate([scores, np.zeros(int(at.max()) + 1 - len(scores))])
                 scores[at] += np.fromiter((h[1] for h in hits), dtype=np.float64, count=len(hits))
-        return self._ids(_best(scores, k, np))
+        return self._ids(_best(scores, k))
 
     # -- which words, and their postings -------------------------------------------------------
     def _common(self, token: str, term: str, common_at: int) -> bool:
@@ -303,7 +303,7 @@ class TermPostings:
         return [(ids[r], s) for r, s in best if r in ids]
 
 
-def _best(scores: Any, k: int, np: Any) -> list[tuple[int, float]]:
+def _best(scores: Any, k: int) -> list[tuple[int, float]]:
     """The k best (rowid, score) of the dense `scores` (0 = no match), best first, ties in
     rowid order (as FTS5's sort leaves them)."""
     held = np.flatnonzero(scores)

@@ -199,7 +199,7 @@ class VectorIndex:
             best = best if best is not None else np.arange(len(scores))
             best = best[np.isfinite(scores[best])]
             if header.passages:  # a drawer's passages carry its rowid: keep distinct drawers
-                best = _distinct_pool(scores, rowids, best, pool, np)
+                best = _distinct_pool(scores, rowids, best, pool)
             keys = rowids[best]
             drawers = [int(r) for r in np.unique(keys & DRAWER_BITS)]
             exact = self.exact_distances(q, drawers, passages=False)
@@ -284,7 +284,7 @@ class VectorIndex:
             )
             sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
             if passages:
-                closest_passages(self.conn, [r[2] for r in rows], sims, q, np)
+                closest_passages(self.conn, [r[2] for r in rows], sims, q)
             out.extend((r[0], float(1.0 - s)) for r, s in zip(rows, sims.tolist(), strict=True))
         return out
 
@@ -359,12 +359,12 @@ class VectorIndex:
                         return None  # a row without its vector: not ours to rank
                     if not _one_dimension(rows, header.dim):
                         return None  # vectors of two models (mid-switch): not ours to rank
-                    self._write_rows(header, files, rows, groups, np)
+                    self._write_rows(header, files, rows, groups)
                 # A long drawer's passages: rows of their own, carrying the drawer's rowid.
                 for rows in _passage_rows(self.conn, None):
                     if not _one_dimension(rows, header.dim):
                         return None
-                    self._write_rows(header, files, rows, groups, np, passages=True)
+                    self._write_rows(header, files, rows, groups, passages=True)
         finally:
             for f in files.values():
                 f.close()
@@ -432,8 +432,8 @@ class VectorIndex:
             for p, f in files.items():
                 f.seek(header.n * self._row_bytes(p, header))
                 f.truncate()
-            self._write_rows(header, files, fresh, groups, np)
-            self._write_rows(header, files, parts, groups, np, passages=True)
+            self._write_rows(header, files, fresh, groups)
+            self._write_rows(header, files, parts, groups, passages=True)
         finally:
             for f in files.values():
                 f.close()
@@ -446,7 +446,7 @@ class VectorIndex:
         return header
 
     def _write_rows(
-        self, header: Header, files: dict, rows: list, groups: dict, np: Any, passages: bool = False
+        self, header: Header, files: dict, rows: list, groups: dict, passages: bool = False
     ) -> None:
         """Append `rows` (rowid, wing, room, float32 vector bytes): drawers, or with `passages`
         a drawer's passages (each row carries its drawer's rowid)."""
@@ -466,7 +466,7 @@ class VectorIndex:
         files["scales"].write(scale.astype(np.float32).tobytes())
         files["rowids"].write(np.asarray([r[0] for r in rows], dtype=np.int64).tobytes())
         files["groups"].write(np.asarray(codes_of, dtype=np.int32).tobytes())
-        files["signs"].write(_sign_codes(unit, header.sign_bytes, np).tobytes())
+        files["signs"].write(_sign_codes(unit, header.sign_bytes).tobytes())
         header.n += len(rows)
         header.live += len(rows)
 
@@ -565,14 +565,14 @@ class VectorIndex:
         """Positions (ascending) of the max(POOL_MIN, POOL_SHARE x live) rows in `keep` whose
         sign codes are nearest to the query's by Hamming distance."""
         n, words = header.n, header.sign_bytes // 8
-        qbits = _sign_codes(q.reshape(1, -1), header.sign_bytes, np)[0]
+        qbits = _sign_codes(q.reshape(1, -1), header.sign_bytes)[0]
         dist = np.empty(n, dtype=np.uint16)
         buf = np.empty((BLOCK_ROWS * 8, words), dtype=np.uint64)  # 3 MB of sign codes a block
         for start, stop, block in self._blocks("signs", header, arrays.get("signs"), buf):
             d = dist[start:stop]
-            d[:] = _popcount(block[:, 0] ^ qbits[0], np)
+            d[:] = _popcount(block[:, 0] ^ qbits[0])
             for w in range(1, words):
-                d += _popcount(block[:, w] ^ qbits[w], np)
+                d += _popcount(block[:, w] ^ qbits[w])
         far = words * 64 + 1
         dist[~keep] = far
         pool = min(live, max(POOL_MIN, int(POOL_SHARE * live)))
@@ -686,7 +686,7 @@ class VectorIndex:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def closest_passages(conn: sqlite3.Connection, rowids: list[int], sims: Any, q: Any, np: Any):
+def closest_passages(conn: sqlite3.Connection, rowids: list[int], sims: Any, q: Any) -> None:
     """Raise each drawer's cosine in `sims` (aligned with `rowids`) to its closest passage's
     where that is higher (`q` unit). Drawers without passages are left as they are."""
     marks = ",".join("?" * len(rowids))
@@ -733,7 +733,7 @@ def _passage_rows(conn: sqlite3.Connection, rowids: list[int] | None) -> Iterato
         return
 
 
-def _distinct_pool(scores: Any, rowids: Any, best: Any, pool: int, np: Any) -> Any:
+def _distinct_pool(scores: Any, rowids: Any, best: Any, pool: int) -> Any:
     """Positions of at least `pool` distinct drawers (or all there are) among the best-scored
     rows, one position per drawer (its best row: the drawer's own or a passage's): `best`
     widened until they are found."""
@@ -751,7 +751,7 @@ def _distinct_pool(scores: Any, rowids: Any, best: Any, pool: int, np: Any) -> A
         best = best[np.isfinite(scores[best])]
 
 
-def _sign_codes(unit: Any, sign_bytes: int, np: Any) -> Any:
+def _sign_codes(unit: Any, sign_bytes: int) -> Any:
     """Rows' sign codes: bit j set where component j is positive, packed into 64-bit words
     (zero bits pad a dimension that is not a multiple of 64)."""
     packed = np.packbits(unit > 0, axis=1)
@@ -763,7 +763,7 @@ def _sign_codes(unit: Any, sign_bytes: int, np: Any) -> Any:
 _BYTE_BITS: Any = None
 
 
-def _popcount(words: Any, np: Any) -> Any:
+def _popcount(words: Any) -> Any:
     """Set bits of each uint64 (uint8 counts)."""
     if hasattr(np, "bitwise_count"):  # numpy >= 2
         return np.bitwise_count(words)
