@@ -14,6 +14,9 @@ same candidates, nothing embedded again:
         --out benchmarks/results/fusion_cv_passages_use.json  # passage sizes, turn windows
     python benchmarks/fusion_cv.py /tmp/fz --bridge-weights \
         --out benchmarks/results/fusion_cv_bridge_use.json   # also the dictionary bridge's weight
+    python benchmarks/fusion_cv.py /tmp/fz --doc-vectors product --siblings --neighbours \
+        --turns-as-chunks --out benchmarks/results/fusion_cv_neighbours_use.json
+        # a drawer read with its neighbours, dialog turns filed as chunks of their session
 
 Folds: LoCoMo by conversation (7 folds = its 7 dev conversations, the same conversation
 held out at all three levels), LongMemEval and the bilingual set by question (seeded shuffle into

@@ -1,6 +1,8 @@
-"""What scoring long drawers by their passages costs a warm search (issue 27).
+"""What scoring long drawers by their passages, or reading a drawer with its neighbours, costs a
+warm search (issue 27).
 
     python benchmarks/fusion_search_cost.py PALACE [--rounds 5] [--long 200] [--json OUT]
+    python benchmarks/fusion_search_cost.py PALACE --neighbours [--all-chunks] [--json OUT]
 
 One long-lived process opens PALACE the way search_profile.py does (the vector index kept in
 memory, `Palace.search` in hybrid mode over scale.py's queries) and alternates rounds between
@@ -16,6 +18,10 @@ real model, so that the "after" copy holds their passage vectors and the "before
 same drawers without them. Without it the palace is measured as it is (before and after then
 search the same drawers; a palace of mined chunks has no passages). Prints p50 per stage (wall
 and CPU ms) for both, and whether both return the same hits when the palace has no passages.
+
+With `--neighbours` it compares reading a drawer with its neighbours instead (fusion.py
+with_neighbours; before = switched off in this process, same palace), and with `--all-chunks`
+on a copy in which every drawer is a chunk of a 20-chunk file (every candidate has neighbours).
 """
 
 from __future__ import annotations
@@ -62,6 +68,37 @@ def passages_off(enable: bool) -> None:
         vector_index.closest_passages = closest  # type: ignore[assignment]
         vector_index._distinct_pool = pool  # type: ignore[assignment]
         searching.unit_passages = units  # type: ignore[assignment]
+
+
+def neighbours_off(off: bool) -> None:
+    """Switch reading a drawer with its neighbours (fusion.with_neighbours) off in this
+    process (the search as before it), or back on."""
+    from mempalace_cli.search import fusion
+
+    saved = "_shipped_use"
+    if not hasattr(fusion, saved):
+        setattr(fusion, saved, fusion.BY_MODEL[fusion.USE])
+    shipped = getattr(fusion, saved)
+    fusion.BY_MODEL[fusion.USE] = shipped.with_(neighbour_weight=0.0) if off else shipped
+
+
+def all_chunks(palace: Path, work: Path, per_file: int = 20) -> Path:
+    """A copy of `palace` in which every drawer is a part of a conversation of `per_file` chunks
+    (the worst case for the neighbour step: every candidate has neighbours)."""
+    from mempalace_cli.service import open_palace
+
+    copy = work / "chunks"
+    shutil.copytree(palace, copy)
+    p = open_palace(str(copy))
+    with p.catalog.transaction() as conn:
+        conn.execute(
+            "UPDATE drawers SET source_file = 'chat-' || (rowid / ?) || '.txt', "
+            "chunk_index = rowid % ?, "
+            "metadata = json_set(metadata, '$.ingest_mode', 'convos')",
+            (per_file, per_file),
+        )
+    p.close()
+    return copy
 
 
 def long_sessions(n: int) -> list[str]:
@@ -111,7 +148,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--long", type=int, default=0, help="long drawers to add to both copies")
     ap.add_argument("--json", type=Path, help="also write the summaries here")
+    ap.add_argument(
+        "--neighbours",
+        action="store_true",
+        help="compare the neighbour step instead (before = a drawer not read with its "
+        "neighbours, fusion.with_neighbours, switched off in this process; same palace)",
+    )
+    ap.add_argument(
+        "--all-chunks",
+        action="store_true",
+        help="with --neighbours: on a copy of the palace in which every drawer is a chunk of a "
+        "20-chunk file (every candidate has neighbours)",
+    )
     args = ap.parse_args(argv)
+    switch = neighbours_off if args.neighbours else passages_off
 
     from mempalace_cli.service import open_palace
 
@@ -119,11 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.long:
             before_path, after_path = copies(args.palace, args.long, work)
+        elif args.neighbours and args.all_chunks:
+            before_path = after_path = all_chunks(args.palace, work)
         else:
             before_path = after_path = args.palace
         palaces = {"before": open_palace(str(before_path)), "after": open_palace(str(after_path))}
         for name, p in palaces.items():
-            passages_off(name == "before")
+            switch(name == "before")
             p.searching.vector_index().keep_in_memory()
             for q in QUERIES[:3]:
                 p.search(q)
@@ -132,16 +184,16 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(args.rounds):  # alternating, and which goes first alternates too
             order = list(palaces.items())
             for name, p in order if n % 2 == 0 else order[::-1]:
-                passages_off(name == "before")
+                switch(name == "before")
                 runs[name] += timed_round(p, "hybrid", stages)
-        passages_off(False)
+        switch(False)
         same = None
         if not args.long:
             found = {}
             for name, p in palaces.items():
-                passages_off(name == "before")
+                switch(name == "before")
                 found[name] = [p.search(q)["results"] for q in QUERIES]
-            passages_off(False)
+            switch(False)
             same = found["before"] == found["after"]
         drawers = palaces["after"].catalog.count()
         print(f"{drawers:,} drawers, {args.rounds} rounds of {len(QUERIES)} queries, alternating")
@@ -153,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio, cpu_ratio = whole["after"] / whole["before"], cpu["after"] / cpu["before"]
         print(f"whole search p50, after / before: wall {ratio:.3f}, CPU {cpu_ratio:.3f}")
         if same is not None:
-            print(f"same results before and after (no passages in this palace): {same}")
+            print(f"same results before and after: {same}")
         if args.json:
             args.json.write_text(
                 json.dumps(
@@ -162,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                         + " ".join(argv or sys.argv[1:]),
                         "drawers": drawers,
                         "long_drawers_added": args.long,
+                        "compared": "neighbour step" if args.neighbours else "passages",
+                        "every_drawer_a_chunk": bool(args.all_chunks),
                         "rounds": args.rounds,
                         "load": "{:.1f} / {:.1f} / {:.1f}".format(*os.getloadavg()),
                         "whole_p50_after_over_before": round(ratio, 3),

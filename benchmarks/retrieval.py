@@ -142,7 +142,8 @@ def file_documents(
     res = palace.add_drawers(
         [
             {"wing": wing, "room": room, "content": text, "source_file": src}
-            | ({"chunk_index": n} if n is not None else {})
+            # a turn of a session, filed as a mined conversation files it
+            | ({"chunk_index": n, "metadata": {"ingest_mode": "convos"}} if n is not None else {})
             for (_, text), (src, n) in zip(docs, places, strict=True)
         ],
         added_by="benchmark",

@@ -142,8 +142,8 @@ def test_a_diary_entry_ranks_below_the_drawer_it_talks_about(mixed: dict) -> Non
     """The entry restates ADR-0006 in a few words, so the fusion scores it above the ADR
     (higher similarity and score); the ADR's chunk that holds most of its words comes first."""
     fusion_put_the_diary_first = []
-    # (the ADR's chunks also gain from each other, fusion.with_neighbours: on the last
-    # question the fusion alone still puts the entry above the ADR's first chunk)
+    # (a third question, asked since the neighbour lift was tried on notes too; kept: on each
+    # of them the fusion alone may put the entry above the ADR's first chunk)
     asked = ("why did we switch to Clerk?", "为什么改用 Clerk", "is the Clerk migration on track?")
     for query in asked:
         hits = search(mixed["palace"], query, "-n", "10")

@@ -285,16 +285,26 @@ def with_neighbours(
     shows its own similarity."""
     if not weight:
         return list(vector), list(lexical)
-    cos = dict(vector) | dict(similarity)
+    cos = dict(vector)
+    cos.update(similarity)
     bm25 = dict(lexical)
 
-    def lifted(own: float, scores: Mapping[str, float], drawer_id: str) -> float:
-        near = [scores[n] for n in neighbours.get(drawer_id, ()) if n in scores]
-        return own + weight * max(0.0, *near) if near else own
+    def lifted(scores: Mapping[str, float]) -> dict[str, float]:
+        """Each drawer's score plus `weight` x its best neighbour's (none below 0), for the
+        drawers that have a score or a scored neighbour."""
+        out = dict(scores)
+        for drawer_id, beside in neighbours.items():
+            best = max((scores[n] for n in beside if n in scores), default=None)
+            if best is not None and best > 0:
+                out[drawer_id] = out.get(drawer_id, 0.0) + weight * best
+        return out
 
-    vec = sorted(((d, lifted(c, cos, d)) for d, c in cos.items()), key=lambda x: (-x[1], x[0]))
-    lex = [(d, lifted(bm25.get(d, 0.0), bm25, d)) for d in cos.keys() | bm25.keys()]
-    lex = sorted((x for x in lex if x[1] > 0), key=lambda x: (-x[1], x[0]))
+    def ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
+        return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+
+    lifted_cos = lifted(cos)
+    vec = ranked({d: lifted_cos[d] for d in cos})
+    lex = ranked({d: v for d, v in lifted(bm25).items() if v > 0 and (d in cos or d in bm25)})
     return vec, lex
 
 

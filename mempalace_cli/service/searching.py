@@ -65,6 +65,9 @@ def similarity(distance: float) -> float:
     return round(1.0 - distance, 3)
 
 
+# The drawers read with their neighbours (`_with_neighbours`): the parts of a conversation.
+CONVERSATION_SQL = "json_extract(metadata, '$.ingest_mode') = 'convos'"
+
 class Search(Part):
     """Ranks drawers for a query (see the module docstring), over the palace's catalogue,
     vector index, drawer store and embedder."""
@@ -427,8 +430,11 @@ class Search(Part):
         within `neighbour_reach` chunks of each side's first candidates, in the same source
         file and within the search's filters, join the candidates (their texts and sources
         added to `texts` and `sources`, their cosine distances to `distances`), and every
-        candidate's scores are lifted by its neighbours'. Drawers without a chunk number
-        (hand-filed, whole documents) have no neighbours: a palace of them ranks as before."""
+        candidate's scores are lifted by its neighbours'. Only the parts of a conversation
+        (`mine --mode convos`, the session hook: ingest mode "convos") are read this way: a
+        turn means what the turns around it say, while a note's sections stand on their own
+        (a note whose other parts also answer gains through the sibling lift instead). Every
+        other drawer ranks as before."""
         params = fusion.for_model(self.binding().model)
         weight, reach = params.neighbour_weight, params.neighbour_reach
         if not weight or not (vector_hits or lexical_hits):
@@ -445,7 +451,7 @@ class Search(Part):
                 for r in conn.execute(
                     f"SELECT id, source_file, chunk_index FROM drawers WHERE id IN "
                     f"({','.join('?' * len(part))}) AND chunk_index IS NOT NULL "
-                    "AND source_file != ''",
+                    f"AND source_file != '' AND {CONVERSATION_SQL}",
                     part,
                 )
             )
@@ -454,17 +460,18 @@ class Search(Part):
             return vector_hits, lexical_hits
         where, values = plan.filt.sql("d.")
         spans = [v for d in seeds for v in (place[d][0], place[d][1] - reach, place[d][1] + reach)]
-        rows = conn.execute(
+        rows = conn.execute(  # one index lookup per seed's file (no DISTINCT: 2.5x slower)
             f"WITH k(s, lo, hi) AS (VALUES {','.join(['(?, ?, ?)'] * len(seeds))}) "
-            "SELECT DISTINCT d.id, d.source_file, d.chunk_index, d.text FROM k JOIN drawers d "
+            "SELECT d.id, d.source_file, d.chunk_index, d.text FROM k CROSS JOIN drawers d "
             "ON d.source_file = k.s AND d.chunk_index BETWEEN k.lo AND k.hi "
             f"WHERE {where}",
             [*spans, *values],
         ).fetchall()
         for drawer_id, source, chunk, text in rows:
-            place.setdefault(drawer_id, (source, chunk))
-            texts.setdefault(drawer_id, text)
-            sources.setdefault(drawer_id, source)
+            if drawer_id not in place:
+                place[drawer_id] = (source, chunk)
+                texts.setdefault(drawer_id, text)
+                sources.setdefault(drawer_id, source)
         # Cosines of the keyword candidates and added neighbours the vector side didn't return
         unknown = [d for d in place if d not in similarity]
         for drawer_id in [d for d in unknown if d in distances]:

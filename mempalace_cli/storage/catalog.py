@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS drawers (
 CREATE INDEX IF NOT EXISTS drawers_wing_room ON drawers (wing, room);
 CREATE INDEX IF NOT EXISTS drawers_room ON drawers (room);
 CREATE INDEX IF NOT EXISTS drawers_source ON drawers (source_file);
+CREATE INDEX IF NOT EXISTS drawers_source_chunk ON drawers (source_file, chunk_index);
 CREATE INDEX IF NOT EXISTS drawers_undated ON drawers (wing, room) WHERE {undated};
 CREATE INDEX IF NOT EXISTS drawers_file_dated ON drawers (wing, room) WHERE {file_dated};
 CREATE TABLE IF NOT EXISTS files (
