@@ -5,6 +5,10 @@ Each command parses its arguments, calls the service and renders the plain data 
 from Typer/Click, becomes a message and an exit status in one place, `env.report_error`, called
 from `PalaceGroup.invoke` (the core's errors) and `PalaceGroup.main` (usage errors).
 
+Each command lives in a module of this package with a `register(app)`, listed in `COMMANDS`;
+the module is imported only when its command runs, so `mempalace --help` and `kg` load none of
+the others (docs/architecture.md, "Imports and start-up cost").
+
 May import: everything below it (`mcp` and `serving` to start a server, `service`,
 and the layers under the service for rendering). Nothing imports the CLI.
 """
