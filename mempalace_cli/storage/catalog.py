@@ -64,7 +64,6 @@ CREATE TABLE IF NOT EXISTS drawers (
 );
 CREATE INDEX IF NOT EXISTS drawers_wing_room ON drawers (wing, room);
 CREATE INDEX IF NOT EXISTS drawers_room ON drawers (room);
-CREATE INDEX IF NOT EXISTS drawers_source ON drawers (source_file);
 CREATE INDEX IF NOT EXISTS drawers_source_chunk ON drawers (source_file, chunk_index);
 CREATE INDEX IF NOT EXISTS drawers_undated ON drawers (wing, room) WHERE {undated};
 CREATE INDEX IF NOT EXISTS drawers_file_dated ON drawers (wing, room) WHERE {file_dated};
@@ -669,9 +668,13 @@ def _setup(conn: sqlite3.Connection) -> None:
     (every statement below reads first), so a search never waits for a writer here."""
     conn.create_function(INDEX_TEXT_FN, 1, _index_text, deterministic=True)
     _migrate(conn)
-    if conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'passages_%'"
-    ).fetchone()[0] < 2:
+    _drop_index(conn, "drawers_source")  # (source_file): drawers_source_chunk serves it
+    if (
+        conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'passages_%'"
+        ).fetchone()[0]
+        < 2
+    ):
         conn.executescript(_PASSAGE_TRIGGERS)
     _ensure_keyword_index(conn)
     if not _has_meta(conn, VECTORS_META):
@@ -686,6 +689,18 @@ def _setup(conn: sqlite3.Connection) -> None:
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
+
+
+def _drop_index(conn: sqlite3.Connection, name: str) -> None:
+    """Drop an index an earlier version made, once (a read-only palace keeps it)."""
+    if conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)
+    ).fetchone():
+        try:
+            conn.execute(f"DROP INDEX {name}")
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc).lower():
+                raise
 
 
 def _has_meta(conn: sqlite3.Connection, key: str) -> bool:
