@@ -11,8 +11,8 @@ wrapping the function that does it:
 - vector side (`VectorIndex.nearest`);
 - keyword side (`Catalog.lexical_search`: FTS5 BM25);
 - the keyword side's query weight (`Catalog.query_weight`: one FTS5 count per query term);
-- catalogue fetches of texts (`Catalog.get`: the candidates' texts for the fusion's script
-  check, then the results' rows);
+- catalogue fetches of texts (`Catalog.candidates`: the candidates' texts for the ranking
+  rules; `Catalog.get`: the results' rows);
 - fusion (`fusion.fuse_scores`);
 - the rest of `Palace.search` (result building, filters, bookkeeping): whole minus the above.
 
@@ -133,6 +133,7 @@ def timed_round(p: Any, mode: str, stages: Stages) -> list[dict[str, Any]]:
     stages.wrap(Catalog, "lexical_search", "keyword side (FTS5 bm25)")
     stages.wrap(Catalog, "query_weight", "keyword query weight (FTS5 counts)")
     stages.wrap(Catalog, "get", "catalogue fetch of texts/rows")
+    stages.wrap(Catalog, "candidates", "catalogue fetch of texts/rows")
     stages.wrap(fusion, "fuse_scores", "fusion")
     out = []
     try:

@@ -11,6 +11,7 @@ import json
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,56 @@ def test_the_installed_chromadb_is_supported_and_its_store_is_read(palace: Path)
     # The range's edges, as the check reads versions.
     assert is_supported("1.5.0") and is_supported("1.99.3")
     assert not is_supported("1.4.9") and not is_supported("2.0.0rc1") and not is_supported("2.1")
+
+
+# Another program writing the store (as MemPalace does): it copies one drawer's vector.
+WRITER_SCRIPT = """
+import json, sys, chromadb
+col = chromadb.PersistentClient(path=sys.argv[1]).get_collection("mempalace_drawers")
+vector = col.get(limit=1, include=["embeddings"])["embeddings"][0]
+col.add(ids=["drawer_elsewhere_general_0001"], documents=["written elsewhere"],
+        embeddings=[[float(x) for x in vector]],
+        metadatas=[{"wing": "elsewhere", "room": "general"}])
+print(json.dumps({"count": col.count()}))
+"""
+
+
+def test_the_log_head_read_every_search_blocks_no_writer_and_misses_no_write(
+    palace: Path,
+) -> None:
+    """The log head is read on a connection this thread keeps open between searches: another
+    process writes the store right after a read (not blocked: the idle connection holds no
+    lock) and the next read sees its write."""
+    before = read_log_head(palace, "mempalace_drawers")
+    assert before is not None
+    again = read_log_head(palace, "mempalace_drawers")  # on the kept connection
+    assert again == before
+    proc = subprocess.run(
+        [sys.executable, "-c", WRITER_SCRIPT, str(palace)],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a lock held by the kept connection makes the writer wait until then
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = read_log_head(palace, "mempalace_drawers")
+    assert after is not None and after.collection_id == before.collection_id
+    assert after.seq > before.seq
+
+
+def test_a_store_replaced_at_the_same_path_is_read_anew(palace: Path, mined: Path) -> None:
+    """A kept connection belongs to the file it opened: a palace moved aside and another put
+    at the same path is read from the new file."""
+    first = read_log_head(palace, "mempalace_drawers")
+    assert first is not None
+    palace.rename(palace.with_name("moved-aside"))
+    shutil.copytree(mined / "palace", palace)
+    with sqlite3.connect(palace / "chroma.sqlite3") as conn:  # a different store at the path
+        conn.execute("UPDATE collections SET name = 'renamed' WHERE name = 'mempalace_drawers'")
+    conn.close()
+    assert read_log_head(palace, "mempalace_drawers") == chroma_internals.LogHead(
+        None, first.seq, first.oldest
+    )
+    assert read_log_head(palace, "renamed") == first
 
 
 @pytest.mark.parametrize("change", sorted(ALTERATIONS))

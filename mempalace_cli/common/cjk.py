@@ -30,7 +30,9 @@ _QUERY_NOISE = frozenset("的了吗呢吧么什怎哪谁啊呀嗎麼誰為为是
 
 
 def has_cjk(text: str) -> bool:
-    return CJK_CHAR.search(text) is not None
+    # An ASCII-only text (most English drawers) is known so at once: CPython keeps that flag
+    # on the string, while the search reads every character (1.7 us for 400 of them).
+    return not text.isascii() and CJK_CHAR.search(text) is not None
 
 
 def cjk_share(text: str) -> float:

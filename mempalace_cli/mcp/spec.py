@@ -180,8 +180,6 @@ class ToolSpec:
         return names + [a.name for a in self.args if a.ignored]
 
 
-
-
 def _reporting_ignored(call: Call, ignored: dict[str, Arg]) -> Call:
     def run(palace: Palace, bound: dict[str, Any]) -> dict[str, Any]:
         result = call(palace, bound)

@@ -84,27 +84,58 @@ class Arranged:
     copies: dict[str, list[str]] = field(default_factory=dict)
 
 
+@dataclass
+class Candidates:
+    """What the ranking reads of each candidate, from one catalogue read (`read_candidates`):
+    its text, whether it is a diary entry, its source file where it has one (id -> source,
+    for fusion.with_siblings) and, for a part of a conversation, where in it
+    (id -> (source file, chunk number), for fusion.with_neighbours)."""
+
+    texts: dict[str, str]
+    diaries: set[str]
+    sources: dict[str, str]
+    parts: dict[str, tuple[str, int]]
+
+
 def read_candidates(
     catalog: Any,
     vector_hits: Sequence[tuple[str, float, str, dict[str, Any]]],
     lexical_hits: Sequence[tuple[str, float]],
-) -> tuple[dict[str, str], set[str], dict[str, str]]:
-    """Each candidate's text (id -> text), the candidates that are diary entries, and each
-    one's source file where it has one (id -> source, for fusion.with_siblings): from the
-    catalogue, else as the store returned them with the vector hit."""
+) -> Candidates:
+    """The candidates as the ranking reads them: from the catalogue, else as the store
+    returned them with the vector hit."""
     ids = list(dict.fromkeys([h[0] for h in vector_hits] + [i for i, _ in lexical_hits]))
-    rows = catalog.get(ids)
-    texts = {i: r.text for i, r in rows.items()}
-    diaries = {i for i, r in rows.items() if is_diary(r.room, r.metadata)}
-    sources = {i: r.source_file for i, r in rows.items() if r.source_file}
+    rows = catalog.candidates(ids)
+    found = Candidates(
+        texts={i: r.text for i, r in rows.items()},
+        diaries={
+            i
+            for i, r in rows.items()
+            if is_diary(r.room, {"type": r.kind, "ingest_mode": r.ingest_mode})
+        },
+        sources={i: r.source_file for i, r in rows.items() if r.source_file},
+        parts={
+            i: (r.source_file, r.chunk_index)
+            for i, r in rows.items()
+            if r.chunk_index is not None
+            and r.source_file
+            and is_conversation_part({"ingest_mode": r.ingest_mode})
+        },
+    )
     for drawer_id, _distance, text, meta in vector_hits:
-        if drawer_id not in texts:
-            texts[drawer_id] = text
+        if drawer_id not in found.texts:
+            found.texts[drawer_id] = text
             if is_diary(meta.get("room", ""), meta):
-                diaries.add(drawer_id)
+                found.diaries.add(drawer_id)
             if meta.get("source_file"):
-                sources[drawer_id] = str(meta["source_file"])
-    return texts, diaries, sources
+                found.sources[drawer_id] = str(meta["source_file"])
+    return found
+
+
+def is_conversation_part(metadata: Mapping[str, Any]) -> bool:
+    """A part of a conversation (`mine --mode convos`, the session hook): read with the
+    parts beside it (fusion.with_neighbours)."""
+    return metadata.get("ingest_mode") == "convos"
 
 
 def is_diary(room: str, metadata: Mapping[str, Any]) -> bool:

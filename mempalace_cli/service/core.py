@@ -30,6 +30,8 @@ from mempalace_cli.service.models import (
 )
 from mempalace_cli.storage.backend import PalaceBackend, open_backend
 from mempalace_cli.storage.catalog import VECTORS_META, Catalog
+from mempalace_cli.storage.chroma_internals import CHROMA_FILE
+from mempalace_cli.storage.chroma_internals import release as release_store_reads
 from mempalace_cli.storage.consistency import (
     WRITE_IN_PROGRESS,
     Consistency,
@@ -217,6 +219,7 @@ class PalaceCore:
     def close(self) -> None:
         if "catalog" in self.__dict__:
             self.catalog.close()
+        release_store_reads(self.path / CHROMA_FILE)  # this thread's kept read connection
 
     # -- existence --------------------------------------------------------------------------
     def exists(self) -> bool:

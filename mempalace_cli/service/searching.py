@@ -31,7 +31,7 @@ from mempalace_cli.storage.filters import (
 )
 from mempalace_cli.storage.passage_vectors import best_similarity, unit_passages
 from mempalace_cli.storage.store import where_filter
-from mempalace_cli.storage.vector_index import VectorIndex
+from mempalace_cli.storage.vector_index import VectorIndex, row_similarities
 
 np = lazy("numpy")
 
@@ -64,9 +64,6 @@ def similarity(distance: float) -> float:
     """Cosine similarity from cosine distance, as every result reports it."""
     return round(1.0 - distance, 3)
 
-
-# The drawers read with their neighbours (`_with_neighbours`): the parts of a conversation.
-CONVERSATION_SQL = "json_extract(metadata, '$.ingest_mode') = 'convos'"
 
 class Search(Part):
     """Ranks drawers for a query (see the module docstring), over the palace's catalogue,
@@ -193,7 +190,6 @@ class Search(Part):
         from_catalog = self.catalog_trusted()
         if not from_catalog:
             self.sync(restamp=True)
-        query_vec = embedding.result() if embedding is not None else None
         # Everything the search reads of the catalogue reads one snapshot of it (one read
         # transaction, which blocks no writer and writes nothing): the names, both sides'
         # candidates, the fusion and the hits' rows. A drawer another process deletes
@@ -204,11 +200,15 @@ class Search(Part):
             filt = DrawerFilter(wing, room, since_n, before_n, source_file or None)
             filters: dict[str, Any] = {"wing": wing, "room": room}
             extra = {"since": since_n, "before": before_n, "source_file": source_file or None}
-            filters.update(
-                {k: v for k, v in {**extra, "max_distance": max_distance}.items() if v}
-            )
+            filters.update({k: v for k, v in {**extra, "max_distance": max_distance}.items() if v})
             depth = max(CANDIDATES, limit * 3)
             all_distances: dict[str, float] = {}
+            # The keyword side runs while the query is embedded (on its thread): neither
+            # waits for the other.
+            lexical_hits = self.lexical_candidates(
+                query, wing, room, depth, mode, filt=filt if filt.beyond_place else None
+            )
+            query_vec = embedding.result() if embedding is not None else None
             # After a sync the catalogue mirrors the store; a filter beyond wing/room is
             # answered from it (Chroma can't compare dates).
             query_vec, vector_hits = self.vector_candidates(
@@ -222,9 +222,6 @@ class Search(Part):
                 filt=filt if filt.beyond_place else None,
             )
             vector_hits = self._still_filed(vector_hits)
-            lexical_hits = self.lexical_candidates(
-                query, wing, room, depth, mode, filt=filt if filt.beyond_place else None
-            )
             plan = _Plan(
                 query,
                 wing,
@@ -278,15 +275,14 @@ class Search(Part):
         # The dictionary bridge scores the candidates' texts only (the same cost at a million
         # drawers as at ten): it re-ranks what the two sides found, it doesn't search.
         # The candidates' texts, read once: the bridge, the fusion and the ranking rules use them.
-        texts, diaries, sources = search_rules.read_candidates(
-            self.catalog, vector_hits, lexical_hits
-        )
+        read = search_rules.read_candidates(self.catalog, vector_hits, lexical_hits)
+        texts, diaries, sources = read.texts, read.diaries, read.sources
         # A chat turn or a file's chunk is also read with the drawers beside it (fusion.py,
         # with_neighbours): the fusion sees both sides' scores lifted by the neighbours'.
         fused_vector, fused_lexical = vector_hits, lexical_hits
         if mode == "hybrid" and query_vec is not None:
             fused_vector, fused_lexical = self._with_neighbours(
-                plan, query_vec, vector_hits, lexical_hits, texts, sources, all_distances
+                plan, query_vec, vector_hits, lexical_hits, read, all_distances
             )
         translated_hits = {}
         if translation is not None:
@@ -421,84 +417,84 @@ class Search(Part):
         query_vec: Any,
         vector_hits: list[tuple[str, float, str, dict[str, Any]]],
         lexical_hits: list[tuple[str, float]],
-        texts: dict[str, str],
-        sources: dict[str, str],
+        read: search_rules.Candidates,
         distances: dict[str, float],
     ) -> tuple[list[tuple[str, float, str, dict[str, Any]]], list[tuple[str, float]]]:
         """Both sides' candidates as the fusion reads them when the palace's fusion reads a
         drawer with its neighbours (`neighbour_weight`; fusion.with_neighbours): the drawers
         within `neighbour_reach` chunks of each side's first candidates, in the same source
         file and within the search's filters, join the candidates (their texts and sources
-        added to `texts` and `sources`, their cosine distances to `distances`), and every
-        candidate's scores are lifted by its neighbours'. Only the parts of a conversation
-        (`mine --mode convos`, the session hook: ingest mode "convos") are read this way: a
-        turn means what the turns around it say, while a note's sections stand on their own
-        (a note whose other parts also answer gains through the sibling lift instead). Every
-        other drawer ranks as before."""
+        added to `read`, their cosine distances to `distances`), and every candidate's scores
+        are lifted by its neighbours'. Only the parts of a conversation (`read.parts`:
+        `mine --mode convos`, the session hook) are read this way: a turn means what the turns
+        around it say, while a note's sections stand on their own (a note whose other parts
+        also answer gains through the sibling lift instead). Every other drawer ranks as
+        before."""
         params = fusion.for_model(self.binding().model)
         weight, reach = params.neighbour_weight, params.neighbour_reach
         if not weight or not (vector_hits or lexical_hits):
             return vector_hits, lexical_hits
         similarity = {h[0]: 1.0 - h[1] for h in vector_hits}
         vector = list(similarity.items())
-        pool = list(dict.fromkeys([*similarity, *(i for i, _ in lexical_hits)]))
-        conn = self.catalog.conn
-        place: dict[str, tuple[str, int]] = {}
-        for start in range(0, len(pool), 500):
-            part = pool[start : start + 500]
-            place.update(
-                (r[0], (r[1], r[2]))
-                for r in conn.execute(
-                    f"SELECT id, source_file, chunk_index FROM drawers WHERE id IN "
-                    f"({','.join('?' * len(part))}) AND chunk_index IS NOT NULL "
-                    f"AND source_file != '' AND {CONVERSATION_SQL}",
-                    part,
-                )
-            )
+        place = dict(read.parts)
         seeds = [d for d in fusion.neighbour_seeds(vector, lexical_hits) if d in place]
         if not seeds:
             return vector_hits, lexical_hits
+        for drawer_id in place:
+            if drawer_id not in similarity and drawer_id in distances:
+                similarity[drawer_id] = 1.0 - distances[drawer_id]
+        # One catalogue read: each seed's span (reach chunks either side: the seed and the
+        # other chunk numbers), and the other candidates whose cosine the vector side did not
+        # give (a span of one chunk: that drawer alone).
+        spans = [
+            (place[d][0], place[d][1] - reach, place[d][1] + reach, place[d][1], d) for d in seeds
+        ]
+        seeded = set(seeds)
+        spans += [
+            (source, chunk, chunk, chunk, d)
+            for d, (source, chunk) in place.items()
+            if d not in similarity and d not in seeded
+        ]
         where, values = plan.filt.sql("d.")
-        spans = [v for d in seeds for v in (place[d][0], place[d][1] - reach, place[d][1] + reach)]
-        rows = conn.execute(  # one index lookup per seed's file (no DISTINCT: 2.5x slower)
-            f"WITH k(s, lo, hi) AS (VALUES {','.join(['(?, ?, ?)'] * len(seeds))}) "
-            "SELECT d.id, d.source_file, d.chunk_index, d.text FROM k CROSS JOIN drawers d "
+        rows = self.catalog.conn.execute(  # one index lookup per span (no DISTINCT: 2.5x slower)
+            f"WITH k(s, lo, hi, own, id) AS (VALUES {','.join(['(?, ?, ?, ?, ?)'] * len(spans))}) "
+            "SELECT d.id, d.source_file, d.chunk_index, d.text, d.rowid, d.embedding "
+            "FROM k CROSS JOIN drawers d "
             "ON d.source_file = k.s AND d.chunk_index BETWEEN k.lo AND k.hi "
-            f"WHERE {where}",
-            [*spans, *values],
+            f"WHERE (d.chunk_index != k.own OR d.id = k.id) AND {where}",
+            [v for span in spans for v in span] + values,
         ).fetchall()
-        for drawer_id, source, chunk, text in rows:
+        vectors: dict[str, tuple[int, bytes]] = {}
+        for drawer_id, source, chunk, text, rowid, embedding in rows:
             if drawer_id not in place:
                 place[drawer_id] = (source, chunk)
-                texts.setdefault(drawer_id, text)
-                sources.setdefault(drawer_id, source)
-        # Cosines of the keyword candidates and added neighbours the vector side didn't return
-        unknown = [d for d in place if d not in similarity]
-        for drawer_id in [d for d in unknown if d in distances]:
-            similarity[drawer_id] = 1.0 - distances[drawer_id]
-        unknown = [d for d in unknown if d not in similarity]
+                read.texts.setdefault(drawer_id, text)
+                read.sources.setdefault(drawer_id, source)
+            if drawer_id not in similarity and drawer_id in distances:
+                similarity[drawer_id] = 1.0 - distances[drawer_id]
+            elif drawer_id not in similarity and embedding is not None:
+                vectors[drawer_id] = (rowid, embedding)
+        # Exact cosines of the keyword candidates and added neighbours the vector side didn't
+        # return, from the vectors just read (the store's where the catalogue has none).
+        unit = _unit(query_vec)
+        got: list[tuple[str, float]] = []
+        if vectors:
+            sims = row_similarities(self.catalog.conn, list(vectors.values()), unit)
+            got += [(d, 1.0 - s) for d, s in zip(vectors, sims.tolist(), strict=True)]
+        unknown = [d for d in place if d not in similarity and d not in vectors]
         if unknown:
-            unit = _unit(query_vec)
-            if plan.from_catalog:
-                got = self.vector_index().exact_distances(unit, unknown, column="id")
-            else:
-                stored = self.store.get(unknown, include=["embeddings"])
-                got = [
-                    (i, 1.0 - _cosine(unit, e))
-                    for i, e in zip(stored["ids"], stored["embeddings"], strict=True)
-                ]
-            for drawer_id, distance in got:
-                distances[drawer_id] = distance
-                similarity[drawer_id] = 1.0 - distance
-        by_source: dict[str, dict[int, str]] = {}
-        for drawer_id, (source, chunk) in place.items():
-            by_source.setdefault(source, {})[chunk] = drawer_id
-        beside = {
-            d: [
-                by_source[source][n]
-                for n in range(chunk - reach, chunk + reach + 1)
-                if n != chunk and n in by_source[source]
+            stored = self.store.get(unknown, include=["embeddings"])
+            got += [
+                (i, 1.0 - _cosine(unit, e))
+                for i, e in zip(stored["ids"], stored["embeddings"], strict=True)
             ]
+        for drawer_id, distance in got:
+            distances[drawer_id] = distance
+            similarity[drawer_id] = 1.0 - distance
+        at = {spot: drawer_id for drawer_id, spot in place.items()}
+        steps = [n for n in range(-reach, reach + 1) if n]
+        beside = {
+            d: [at[(source, chunk + n)] for n in steps if (source, chunk + n) in at]
             for d, (source, chunk) in place.items()
         }
         vec, lex = fusion.with_neighbours(vector, lexical_hits, beside, similarity, weight)

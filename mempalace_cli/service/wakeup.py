@@ -36,9 +36,7 @@ class WakeUp(Part):
             raise InvalidInputError("There is no text to summarise.", hint="Pass some text.")
         return aaak.encode(text, meta)
 
-    def wake_up(
-        self, wing: str | None = None, budget: int = layers.DEFAULT_BUDGET
-    ) -> WakeUpResult:
+    def wake_up(self, wing: str | None = None, budget: int = layers.DEFAULT_BUDGET) -> WakeUpResult:
         """L0 identity + L1 essential story + the protocol, in at most `budget` tokens of the
         embedding model's tokenizer. Same palace, same output."""
         if isinstance(budget, bool) or not isinstance(budget, int):

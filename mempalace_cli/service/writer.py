@@ -127,6 +127,7 @@ def _redact_fields(rows: Sequence[DrawerRow]) -> list[DrawerRow]:
     `[REDACTED:kind]` (miners/secrets.py; its prefilter makes a value with no trigger literal
     cost one regex pass). The secret rules load with the first write, not with the part
     (`status` builds this part too)."""
+
     def clean(value: Any) -> Any:
         return redact(value).text if isinstance(value, str) and value else value
 

@@ -22,11 +22,11 @@ import math
 import re
 import secrets
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mempalace_cli.common.cjk import CJK_RUN, bigrams, index_text, is_question_gram
 from mempalace_cli.common.lazy import lazy
@@ -37,6 +37,7 @@ from mempalace_cli.storage.sqlite_db import PalaceDb, add_column
 from mempalace_cli.storage.term_postings import TermPostings
 
 np = lazy("numpy")
+T = TypeVar("T")
 
 # One-time notices (an index upgrade) go to stderr through logging: the core prints nothing.
 notices = logging.getLogger("mempalace.notice")
@@ -229,6 +230,21 @@ class DrawerRow:
     filed_at: str
     text: str
     metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """What a search's ranking reads of a candidate (`Catalog.candidates`): its text and
+    place, and the two metadata fields the ranking rules test (read by SQLite: no metadata
+    is parsed for the ~100 candidates of a search)."""
+
+    id: str
+    room: str
+    source_file: str
+    chunk_index: int | None
+    text: str
+    kind: Any  # metadata "type" ("diary_entry" for a diary entry)
+    ingest_mode: Any  # metadata "ingest_mode" ("convos" for a part of a conversation)
 
 
 @dataclass(frozen=True)
@@ -513,17 +529,30 @@ class Catalog:
             )
         return out
 
+    def candidates(self, ids: Sequence[str]) -> dict[str, CandidateRow]:
+        """The filed drawers among `ids` as a search's ranking reads them (`CandidateRow`)."""
+        return self._by_id(
+            "room, source_file, chunk_index, text, json_extract(metadata, '$.type'), "
+            "json_extract(metadata, '$.ingest_mode')",
+            ids,
+            lambda row: CandidateRow(*row),
+        )
+
     def get(self, ids: Sequence[str]) -> dict[str, DrawerRow]:
-        out: dict[str, DrawerRow] = {}
+        return self._by_id(
+            "wing, room, source_file, chunk_index, filed_at, text, metadata", ids, _row
+        )
+
+    def _by_id(self, columns: str, ids: Sequence[str], make: Callable[[tuple], T]) -> dict[str, T]:
+        """id -> make(row) for the filed drawers among `ids`, a row being (id, *columns)."""
+        out: dict[str, T] = {}
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
             marks = ",".join("?" * len(part))
             for row in self.conn.execute(
-                "SELECT id, wing, room, source_file, chunk_index, filed_at, text, metadata "
-                f"FROM drawers WHERE id IN ({marks})",
-                part,
+                f"SELECT id, {columns} FROM drawers WHERE id IN ({marks})", part
             ):
-                out[row[0]] = _row(row)
+                out[row[0]] = make(row)
         return out
 
     def iter_drawers(

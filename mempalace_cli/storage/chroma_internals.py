@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import sqlite3
+import threading
 import weakref
 from collections.abc import Callable
 from contextlib import closing, suppress
@@ -207,6 +209,46 @@ def _check_layout(conn: sqlite3.Connection, path: Path, wanted: dict[str, frozen
         raise _unsupported(problem, path)
 
 
+# Each thread keeps its read-only connection to the last few chroma.sqlite3 files it read (a
+# search reads the log head every time: opening the file and reading its schema again was 0.1 ms
+# of it). Keyed by path, device and inode: a store replaced under the same path gets a new
+# connection. An idle connection holds no lock (each statement takes and drops its own), and
+# SQLite checks at every read whether another process changed the file.
+KEPT_PER_THREAD = 4
+_KEPT = threading.local()
+
+
+def _kept() -> dict[str, tuple[int, int, sqlite3.Connection]]:
+    kept = getattr(_KEPT, "conns", None)
+    if kept is None:
+        kept = _KEPT.conns = {}
+    return kept
+
+
+def _connection(path: Path, st: os.stat_result) -> sqlite3.Connection:
+    """This thread's read-only connection to the store file `path` (stat `st`)."""
+    kept = _kept()
+    key = str(path)
+    held = kept.pop(key, None)
+    if held is not None and held[:2] == (st.st_dev, st.st_ino):
+        kept[key] = held  # most recently used last
+        return held[2]
+    if held is not None:
+        held[2].close()
+    conn = connect_read_only(path, timeout=10)
+    kept[key] = (st.st_dev, st.st_ino, conn)
+    while len(kept) > KEPT_PER_THREAD:
+        kept.pop(next(iter(kept)))[2].close()
+    return conn
+
+
+def release(path: Path) -> None:
+    """Close this thread's kept connection to the store file `path`, if any (a palace closing)."""
+    held = getattr(_KEPT, "conns", {}).pop(str(path), None)
+    if held is not None:
+        held[2].close()
+
+
 def _read(path: Path, wanted: dict[str, frozenset[str]], op: Callable[[Any], T]) -> T:
     """Run `op` on chroma.sqlite3, opened read-only (never created or changed), after checking
     the installed chromadb and (once per file in this process) that the store holds `wanted`.
@@ -215,19 +257,24 @@ def _read(path: Path, wanted: dict[str, frozenset[str]], op: Callable[[Any], T])
     st = path.stat()
     key = (str(path), st.st_dev, st.st_ino, ",".join(sorted(wanted)))
     try:
-        with closing(connect_read_only(path, timeout=10)) as conn:
-            if key not in _CHECKED:
-                _check_layout(conn, path, wanted)
-                _CHECKED.add(key)
-            return op(conn)
+        conn = _connection(path, st)
+        if key not in _CHECKED:
+            _check_layout(conn, path, wanted)
+            _CHECKED.add(key)
+        return op(conn)
     except sqlite3.OperationalError as exc:
+        release(path)
         if key in _CHECKED and "no such" in str(exc):
             _CHECKED.discard(key)
             with closing(connect_read_only(path, timeout=10)) as conn:
                 _check_layout(conn, path, wanted)
         raise _sqlite_error(exc, path) from exc
     except sqlite3.DatabaseError as exc:
+        release(path)
         raise _store_unreadable(path, str(exc)) from exc
+    except BaseException:
+        release(path)
+        raise
 
 
 # -- the embedded store's write log (consistency.py) ------------------------------------------
@@ -259,11 +306,16 @@ def read_log_head(palace_path: Path, collection_name: str) -> LogHead | None:
         raise from_os_error(exc, path, "read the drawer store") from exc
 
     def head(conn: sqlite3.Connection) -> tuple[Any, Any, Any]:
-        row = conn.execute("SELECT id FROM collections WHERE name = ?", (collection_name,))
-        found = row.fetchone()
-        log = conn.execute("SELECT max(seq_id), min(seq_id) FROM embeddings_queue")
-        seq, oldest = log.fetchone()
-        return found, seq, oldest
+        # Every statement read to its end: a kept connection holds no lock afterwards.
+        found = conn.execute(
+            "SELECT id FROM collections WHERE name = ?", (collection_name,)
+        ).fetchall()
+        log = conn.execute(  # two subqueries: each one index lookup (together: a scan)
+            "SELECT (SELECT max(seq_id) FROM embeddings_queue), "
+            "(SELECT min(seq_id) FROM embeddings_queue)"
+        )
+        seq, oldest = log.fetchall()[0]
+        return found[0] if found else None, seq, oldest
 
     try:
         row, seq, oldest = _read(path, LOG_LAYOUT, head)
@@ -306,9 +358,12 @@ def any_collection_marked(chroma_file: Path, key: str) -> bool:
         row = _read(
             chroma_file,
             OWNER_LAYOUT,
-            lambda conn: conn.execute(
-                "SELECT 1 FROM collection_metadata WHERE key = ? LIMIT 1", (key,)
-            ).fetchone(),
+            lambda conn: (
+                conn.execute(
+                    "SELECT 1 FROM collection_metadata WHERE key = ? LIMIT 1", (key,)
+                ).fetchall()  # read to the end: a kept connection holds no lock afterwards
+                or None
+            ),
         )
     except (sqlite3.Error, PalaceCorruptError, IncompatiblePalaceError):
         return True

@@ -686,11 +686,24 @@ class VectorIndex:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def row_similarities(conn: sqlite3.Connection, rows: list[tuple[int, bytes]], q: Any) -> Any:
+    """Exact cosine similarities of `q` (unit) to catalogue rows given as (rowid, float32
+    vector bytes), a long drawer's raised to its closest passage's (`closest_passages`)."""
+    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
+    closest_passages(conn, [r[0] for r in rows], sims, q)
+    return sims
+
+
 def closest_passages(conn: sqlite3.Connection, rowids: list[int], sims: Any, q: Any) -> None:
     """Raise each drawer's cosine in `sims` (aligned with `rowids`) to its closest passage's
     where that is higher (`q` unit). Drawers without passages are left as they are."""
     marks = ",".join("?" * len(rowids))
     try:
+        # Most palaces hold no passage (mined drawers are shorter): one cached statement says
+        # so before a statement naming every drawer is prepared.
+        if not conn.execute("SELECT EXISTS (SELECT 1 FROM passages)").fetchone()[0]:
+            return
         found = conn.execute(
             f"SELECT drawer, embedding FROM passages WHERE drawer IN ({marks})", rowids
         ).fetchall()
@@ -745,8 +758,10 @@ def _distinct_pool(scores: Any, rowids: Any, best: Any, pool: int) -> Any:
         if len(first) >= pool or size >= finite:
             return order[np.sort(first)[:pool]]  # the `pool` best drawers, best first
         size = min(finite, size * 4)
-        best = np.argpartition(-scores, size - 1)[:size] if size < len(scores) else np.arange(
-            len(scores)
+        best = (
+            np.argpartition(-scores, size - 1)[:size]
+            if size < len(scores)
+            else np.arange(len(scores))
         )
         best = best[np.isfinite(scores[best])]
 
