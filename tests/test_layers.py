@@ -19,9 +19,15 @@ def test_every_layer_hold_its_import_rules() -> None:
     """`lint-imports` reads the layers contract in pyproject.toml; an import from a lower layer
     into a higher one (storage importing the service, say) breaks it."""
     run = subprocess.run(
-        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
-         "lint_imports_command()"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 kept, 0 broken" in run.stdout

@@ -74,7 +74,10 @@ def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mempalace_cli", *args],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

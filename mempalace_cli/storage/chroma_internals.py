@@ -220,8 +220,11 @@ _KEPT = threading.local()
 
 def _kept() -> dict[str, tuple[int, int, sqlite3.Connection]]:
     kept = getattr(_KEPT, "conns", None)
-    if kept is None:
+    if kept is None or _KEPT.pid != os.getpid():
+        # A forked child never uses (nor closes: that would drop the parent's locks) the
+        # connections it inherited: SQLite connections do not cross fork().
         kept = _KEPT.conns = {}
+        _KEPT.pid = os.getpid()
     return kept
 
 
@@ -244,7 +247,7 @@ def _connection(path: Path, st: os.stat_result) -> sqlite3.Connection:
 
 def release(path: Path) -> None:
     """Close this thread's kept connection to the store file `path`, if any (a palace closing)."""
-    held = getattr(_KEPT, "conns", {}).pop(str(path), None)
+    held = _kept().pop(str(path), None)
     if held is not None:
         held[2].close()
 
@@ -301,6 +304,7 @@ def read_log_head(palace_path: Path, collection_name: str) -> LogHead | None:
         if path.stat().st_size == 0:
             raise _store_unreadable(path, "the file is empty (0 bytes)")
     except FileNotFoundError:
+        release(path)  # a kept connection to a deleted store would keep its disk space
         return None
     except OSError as exc:
         raise from_os_error(exc, path, "read the drawer store") from exc
@@ -320,6 +324,7 @@ def read_log_head(palace_path: Path, collection_name: str) -> LogHead | None:
     try:
         row, seq, oldest = _read(path, LOG_LAYOUT, head)
     except FileNotFoundError:
+        release(path)
         return None  # removed since the check above
     return LogHead(row[0] if row else None, int(seq or 0), int(oldest or 0))
 
