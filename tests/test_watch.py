@@ -82,8 +82,12 @@ def test_rename_moves_drawers_without_re_embedding(watched: dict) -> None:
     new = folder / "archive" / "axolotl-2024.md"
     os.rename(old, new)
     wait_until(lambda: sources(palace, "axolotl") == {str(new)}, 60, "drawers at the new path")
-    moved = [b for b in watcher.batches()[seen:] if b["files"]["moved"]]
-    assert moved, watcher.batches()[seen:]
+    # The watcher prints its batch line after the write it reports: wait for that line.
+    moved = wait_until(
+        lambda: [b for b in watcher.batches()[seen:] if b["files"]["moved"]],
+        60,
+        "the batch that moved the file (a rename read as a delete and an add never comes)",
+    )
     batch = moved[0]
     assert batch["moved_files"] == [{"from": "axolotl.md", "to": "archive/axolotl-2024.md"}]
     assert batch["drawers"]["embeddings_reused"] == batch["drawers"]["added"] > 0
