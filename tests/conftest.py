@@ -131,6 +131,19 @@ def cli_json(cli: CliFn) -> CliFn:
     return run
 
 
+def run_cli(*args: str | Path, expect: int = 0) -> Any:
+    """`mempalace ARGS` in this process; fails unless it exits with `expect`."""
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == expect, result.stdout + result.stderr
+    return result
+
+
+def search_hits(palace: Path, query: str, *flags: str) -> list[dict[str, Any]]:
+    """The hits of `mempalace --palace PALACE search QUERY FLAGS --json`."""
+    found = json.loads(run_cli("--palace", palace, "search", query, *flags, "--json").stdout)
+    return found["results"]
+
+
 def palace_of_notes(base: Path, notes: dict[str, str], model: str | None = None) -> Any:
     """A new palace under `base` (its own home) holding each note as one drawer in wing "team",
     room "notes", with the note's key as its source_file. `model`: the embedding model of the

@@ -7,17 +7,16 @@ default model, searched through `mempalace search --json`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from mempalace_cli.cli import app
 from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import Palace
+from tests.conftest import run_cli as run
+from tests.conftest import search_hits as search
 
 EXCHANGES = [
     (
@@ -77,17 +76,6 @@ EXCHANGES = [
 ]
 ANSWER, ASKED = "we went for it and booked it", "little guesthouse in Sintra"
 QUESTION = "Did they book the Sintra guesthouse for the anniversary?"
-
-
-def run(*args: str | Path) -> Any:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.stdout + result.stderr
-    return result
-
-
-def search(palace: Path, query: str, *flags: str) -> list[dict[str, Any]]:
-    found = json.loads(run("--palace", palace, "search", query, *flags, "--json").stdout)
-    return found["results"]
 
 
 def rank_of(hits: list[dict[str, Any]], words: str) -> int | None:

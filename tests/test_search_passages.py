@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from mempalace_cli.cli import app
 from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.service import Palace
 from mempalace_cli.storage.catalog import Catalog, DrawerRow
 from mempalace_cli.storage.passage_vectors import PASSAGES_FROM, passage_texts, text_size
 from mempalace_cli.storage.vector_index import VectorIndex
+from tests.conftest import run_cli as run
+from tests.conftest import search_hits as search
 
 # A chat between two people planning a camping trip; one line, in the middle, answers QUESTION.
 TRANSCRIPT = "\n".join(
@@ -64,16 +64,6 @@ OTHERS = [
     "Our June release is scheduled for the 14th.",
     "Packing list for the camping trip: tent, stove, tarp.",
 ]
-
-
-def run(*args: str | Path, expect: int = 0) -> Any:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == expect, result.stdout + result.stderr
-    return result
-
-
-def search(palace: Path, query: str, *flags: str) -> list[dict[str, Any]]:
-    return json.loads(run("--palace", palace, "search", query, *flags, "--json").stdout)["results"]
 
 
 def cosine(embedder: Embedder, query: str, texts: list[str]) -> list[float]:

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from mempalace_cli.cli import app
 from mempalace_cli.common.config import resolve_settings
 from mempalace_cli.embedders.base import Embedder
 from mempalace_cli.search.fusion import LATIN, script_of
 from mempalace_cli.service import Palace
 from tests.conftest import NOTES
+from tests.conftest import run_cli as run
+from tests.conftest import search_hits as search
 from tests.test_mcp_support import stdio_session
 
 # "Why we switched to Clerk": the Auth0 renewal price and the features only on its higher tier.
@@ -45,17 +45,6 @@ DIARY = (
     "got too expensive; the Clerk migration is on track."
 )
 ADR = "0006-auth0-to-clerk.md"
-
-
-def run(*args: str | Path) -> Any:
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.stdout + result.stderr
-    return result
-
-
-def search(palace: Path, query: str, *flags: str) -> list[dict[str, Any]]:
-    found = json.loads(run("--palace", palace, "search", query, *flags, "--json").stdout)
-    return found["results"]
 
 
 def name(hit: dict[str, Any]) -> str:

@@ -117,9 +117,7 @@ def read_candidates(
         parts={
             i: (r.source_file, r.chunk_index)
             for i, r in rows.items()
-            if r.chunk_index is not None
-            and r.source_file
-            and is_conversation_part({"ingest_mode": r.ingest_mode})
+            if r.chunk_index is not None and r.source_file and is_conversation_part(r.ingest_mode)
         },
     )
     for drawer_id, _distance, text, meta in vector_hits:
@@ -132,10 +130,10 @@ def read_candidates(
     return found
 
 
-def is_conversation_part(metadata: Mapping[str, Any]) -> bool:
-    """A part of a conversation (`mine --mode convos`, the session hook): read with the
-    parts beside it (fusion.with_neighbours)."""
-    return metadata.get("ingest_mode") == "convos"
+def is_conversation_part(ingest_mode: Any) -> bool:
+    """A drawer filed with this ingest mode is a part of a conversation (`mine --mode convos`,
+    the session hook): read with the parts beside it (fusion.with_neighbours)."""
+    return ingest_mode == "convos"
 
 
 def is_diary(room: str, metadata: Mapping[str, Any]) -> bool:

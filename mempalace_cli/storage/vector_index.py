@@ -279,12 +279,7 @@ class VectorIndex:
             ).fetchall()
             if not rows:
                 continue
-            mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
-                len(rows), -1
-            )
-            sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
-            if passages:
-                closest_passages(self.conn, [r[2] for r in rows], sims, q)
+            sims = row_similarities(self.conn, [(r[2], r[1]) for r in rows], q, passages)
             out.extend((r[0], float(1.0 - s)) for r, s in zip(rows, sims.tolist(), strict=True))
         return out
 
@@ -686,12 +681,16 @@ class VectorIndex:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def row_similarities(conn: sqlite3.Connection, rows: list[tuple[int, bytes]], q: Any) -> Any:
+def row_similarities(
+    conn: sqlite3.Connection, rows: list[tuple[int, bytes]], q: Any, passages: bool = True
+) -> Any:
     """Exact cosine similarities of `q` (unit) to catalogue rows given as (rowid, float32
-    vector bytes), a long drawer's raised to its closest passage's (`closest_passages`)."""
+    vector bytes), a long drawer's raised to its closest passage's (`closest_passages`;
+    `passages=False`: the caller knows there are none)."""
     mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
-    closest_passages(conn, [r[0] for r in rows], sims, q)
+    if passages:
+        closest_passages(conn, [r[0] for r in rows], sims, q)
     return sims
 
 
